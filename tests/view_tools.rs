@@ -330,6 +330,32 @@ print(len(data), data[40000:40004].decode(), data[50000:50004].decode())
 }
 
 #[test]
+fn view_a_grown_shared_mapping_outlives_another_processs_read() {
+    // As above, B reads the file instead (as `cat` or `grep -r` beside a database
+    // would): it reads what the workspace holds, which stops short of A's end, and that
+    // short read must not shorten the size the kernel keeps under A's mapping.
+    let script = r#"
+import mmap, os, subprocess, sys
+b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(len(open('idx', 'rb').read()), flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def other():
+    b.stdin.write("\n"); b.stdin.flush()
+    return b.stdout.readline().strip()
+fd = os.open("idx", os.O_RDWR | os.O_CREAT, 0o644)
+os.pwrite(fd, b"\0", 32767)
+os.fsync(fd)
+os.pwrite(fd, b"\0", 65535)
+m = mmap.mmap(fd, 65536, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+m[40000:40004] = b"MARK"
+print(other())
+m[60000:60004] = b"MORE"
+m.flush(); m.close(); os.close(fd)
+data = open("idx", "rb").read()
+print(len(data), data[40000:40004].decode(), data[60000:60004].decode())
+"#;
+    expect(script, "32768\n65536 MARK MORE\n");
+}
+
+#[test]
 fn view_an_inotify_watcher_sees_a_change_made_through_the_view() {
     // inotify through ctypes (no module to install); the change made by another process.
     let script = r#"

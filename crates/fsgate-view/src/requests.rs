@@ -322,7 +322,7 @@ impl Filesystem for View {
         };
         match opened {
             Ok(h) => {
-                let flags = open_flags(&h);
+                let flags = self.open_flags(&h);
                 let read = match &h {
                     Handle::Read(file, _) => Some(std::sync::Arc::clone(file)),
                     _ => None,
@@ -529,11 +529,20 @@ impl View {
 /// (nor ever, if it is refused). The handles open for writing share one copy.
 const PRIVATE_COPY: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
 
-fn open_flags(h: &Handle) -> FopenFlags {
-    match h {
-        Handle::Write(_) => PRIVATE_COPY,
-        Handle::Read(file, ino) => crate::cache::read_flags(file, *ino),
-        Handle::Dir(_) => FopenFlags::empty(),
+/// How a file is opened for reading while another process writes it: past the page
+/// cache too. Its reads stop at the workspace's end, short of the size every process is
+/// told (`Handles::copy_size_on`); through the page cache, such a short read would have
+/// the kernel shorten the file's size under the pages a writer mapped past it.
+const BESIDE_A_WRITER: FopenFlags = FopenFlags::FOPEN_DIRECT_IO.union(FopenFlags::FOPEN_NOFLUSH);
+
+impl View {
+    fn open_flags(&self, h: &Handle) -> FopenFlags {
+        match h {
+            Handle::Write(_) => PRIVATE_COPY,
+            Handle::Read(_, ino) if self.handles.copy_size_on(*ino).is_some() => BESIDE_A_WRITER,
+            Handle::Read(file, ino) => crate::cache::read_flags(file, *ino),
+            Handle::Dir(_) => FopenFlags::empty(),
+        }
     }
 }
 
