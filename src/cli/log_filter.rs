@@ -97,4 +97,67 @@ mod tests {
         };
         assert_eq!(reaching(false, other), 3);
     }
+
+    /// The record as the FUSE library logs it, through the log bridge, to the layers
+    /// `fsgate` runs with: a writer of its own sees what reaches stderr.
+    #[test]
+    fn the_bridged_record_never_reaches_the_written_log() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let written = Written::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+            .with_writer(written.clone())
+            .with_ansi(false)
+            .finish()
+            .with(QuietDroppedReplies { keep_all: false });
+        let send = |cause: i32| {
+            let err = std::io::Error::from_raw_os_error(cause);
+            let args = format_args!("Failed to send FUSE reply: {err}");
+            let record = log::Record::builder()
+                .target("fuser::reply")
+                .level(log::Level::Error)
+                .args(args)
+                .build();
+            tracing_log::format_trace(&record).expect("bridged");
+        };
+        tracing::subscriber::with_default(subscriber, || {
+            send(libc::ENOENT);
+            send(libc::EINVAL);
+        });
+        let text = written.text();
+        assert!(!text.contains("No such file"), "{text}");
+        assert!(
+            text.contains("Failed to send FUSE reply: Invalid argument"),
+            "{text}"
+        );
+    }
+
+    /// A log writer that keeps what it is given.
+    #[derive(Clone, Default)]
+    struct Written(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Written {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().expect("written")).into_owned()
+        }
+    }
+
+    impl std::io::Write for Written {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("written").extend_from_slice(b);
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Written {
+        type Writer = Written;
+
+        fn make_writer(&'a self) -> Written {
+            self.clone()
+        }
+    }
 }

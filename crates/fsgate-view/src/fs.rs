@@ -102,6 +102,9 @@ pub struct View {
     pub(crate) invalidator: Arc<crate::cache::Invalidator>,
     /// Reads the kernel makes from the gateway's own open files.
     pub(crate) passthrough: crate::passthrough::Passthrough,
+    /// The kernel lets a file opened past its page cache be mapped shared (6.6+): a
+    /// writer's private copy may then be mapped, and its pages must be kept.
+    pub(crate) writers_map_shared: bool,
     /// The workspace's name when the gateway serves several (one view each): every
     /// request names its paths in it, and the gateway routes them there.
     workspace: Option<String>,
@@ -133,6 +136,7 @@ impl View {
             asks: None,
             invalidator: Arc::default(),
             passthrough: Default::default(),
+            writers_map_shared: false,
             workspace: None,
             agent_sessions: None,
         }

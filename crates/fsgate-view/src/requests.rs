@@ -24,7 +24,9 @@ impl Filesystem for View {
         config
             .add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC)
             .map_err(|_| std::io::Error::other("the kernel cannot pass O_TRUNC to open"))?;
-        let _ = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        self.writers_map_shared = config
+            .add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP)
+            .is_ok();
         crate::cache::init(config);
         self.passthrough.init(config);
         Ok(())
@@ -529,17 +531,27 @@ impl View {
 /// (nor ever, if it is refused). The handles open for writing share one copy.
 const PRIVATE_COPY: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
 
-/// How a file is opened for reading while another process writes it: past the page
-/// cache too. Its reads stop at the workspace's end, short of the size every process is
+/// How a file is opened for reading while another process writes it: its reads past
+/// the page cache. They stop at the workspace's end, short of the size every process is
 /// told (`Handles::copy_size_on`); through the page cache, such a short read would have
-/// the kernel shorten the file's size under the pages a writer mapped past it.
-const BESIDE_A_WRITER: FopenFlags = FopenFlags::FOPEN_DIRECT_IO.union(FopenFlags::FOPEN_NOFLUSH);
+/// the kernel shorten the file's size under the pages a writer mapped past it. The cache
+/// is kept: dropping it at this open would unmap the writer's pages for nothing.
+const BESIDE_A_WRITER: FopenFlags = FopenFlags::FOPEN_DIRECT_IO
+    .union(FopenFlags::FOPEN_KEEP_CACHE)
+    .union(FopenFlags::FOPEN_NOFLUSH);
 
 impl View {
     fn open_flags(&self, h: &Handle) -> FopenFlags {
         match h {
             Handle::Write(_) => PRIVATE_COPY,
-            Handle::Read(_, ino) if self.handles.copy_size_on(*ino).is_some() => BESIDE_A_WRITER,
+            // Where writers cannot map their copy shared (a kernel before 6.6), nothing
+            // is mapped past the workspace's end, and a reader's shared mapping of a
+            // handle opened so would fail (ENODEV).
+            Handle::Read(_, ino)
+                if self.writers_map_shared && self.handles.copy_size_on(*ino).is_some() =>
+            {
+                BESIDE_A_WRITER
+            }
             Handle::Read(file, ino) => crate::cache::read_flags(file, *ino),
             Handle::Dir(_) => FopenFlags::empty(),
         }
