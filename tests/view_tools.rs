@@ -49,6 +49,25 @@ fn expect_with(small_files: bool, script: &str, want: &str) -> Ws {
     ws
 }
 
+/// A Python prelude: `start_other(expr)` starts process B, which prints `expr` each
+/// time the returned function asks it, and answers that function with the line. B is
+/// started before the script opens anything, so it never holds the script's
+/// descriptors (closing an inherited copy, as an exec does, is a flush: it would apply
+/// the write).
+const OTHER_PROCESS: &str = r#"
+import subprocess, sys
+def start_other(expr):
+    b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(" + expr + ", flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def other():
+        b.stdin.write("\n"); b.stdin.flush()
+        return b.stdout.readline().strip()
+    return other
+"#;
+
+fn with_other(script: &str) -> String {
+    format!("{OTHER_PROCESS}{script}")
+}
+
 #[test]
 fn view_sqlite_writes_a_database_and_its_lock_holds_another_process_off() {
     let script = r#"
@@ -272,12 +291,7 @@ fn view_a_file_being_written_shows_its_content_to_its_writer_alone() {
     // sees its own size, by fd and by name, and its next append lands at its own end.
     let script = r#"
 import os, subprocess, sys
-# B starts first, so it never holds A's descriptor (closing an inherited copy, as an
-# exec does, is a flush: it would apply the write).
-b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(os.stat('a.txt').st_size, len(open('a.txt', 'rb').read()), flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-def other():
-    b.stdin.write("\n"); b.stdin.flush()
-    return b.stdout.readline().strip()
+other = start_other("os.stat('a.txt').st_size, len(open('a.txt', 'rb').read())")
 fd = os.open("a.txt", os.O_WRONLY | os.O_APPEND)
 os.write(fd, b"x" * 100)
 print(os.fstat(fd).st_size, os.stat("a.txt").st_size)
@@ -288,7 +302,7 @@ print(os.fstat(fd).st_size)
 os.close(fd)
 print(other())
 "#;
-    let ws = expect(script, "106 106\n106 6\n106\n116\n116 116\n");
+    let ws = expect(&with_other(script), "106 106\n106 6\n106\n116\n116 116\n");
     let want = format!("hello\n{}{}", "x".repeat(100), "y".repeat(10));
     assert_eq!(
         std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
@@ -296,63 +310,52 @@ print(other())
     );
 }
 
-#[test]
-fn view_a_grown_shared_mapping_outlives_another_processs_stat() {
-    // As SQLite grows its shared index (`-shm`): A extends the file, maps the new part
-    // shared and writes there; B, which does not write it, asks its size (as `ls -l`
-    // or another connection's start does). A's mapping must keep its pages: before,
-    // B's answer (the workspace's size) cut them off and A died of SIGBUS.
-    let script = r#"
-import mmap, os, subprocess, sys
-# B starts first, so it never holds A's descriptor (closing an inherited copy, as an
-# exec does, is a flush: it would apply the write).
-b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(os.stat('idx').st_size, flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-def other():
-    b.stdin.write("\n"); b.stdin.flush()
-    return b.stdout.readline().strip()
+/// A extends `idx` past what the workspace holds (32 KiB applied, 64 KiB in its copy),
+/// maps it shared and writes at 40,000; B, which does not write it, evaluates `expr`
+/// (and should print `seen`); A then writes at 60,000, a page it had not touched, and
+/// closes. Nothing of A's may be lost, and A must not die of SIGBUS.
+fn a_grown_mapping_beside(expr: &str, seen: &str) {
+    let script = format!(
+        r#"
+import mmap, os
+other = start_other("{expr}")
 fd = os.open("idx", os.O_RDWR | os.O_CREAT, 0o644)
 os.pwrite(fd, b"\0", 32767)
 os.fsync(fd)
 os.pwrite(fd, b"\0", 65535)
 m = mmap.mmap(fd, 65536, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
 m[40000:40004] = b"MARK"
-seen = other()
-print(seen, bytes(m[40000:40004]).decode())
-m[50000:50004] = b"MORE"
-m.flush(); m.close(); os.close(fd)
-data = open("idx", "rb").read()
-print(len(data), data[40000:40004].decode(), data[50000:50004].decode())
-"#;
-    let ws = expect(script, "65536 MARK\n65536 MARK MORE\n");
-    let idx = std::fs::read(ws.root.join("idx")).expect("idx");
-    assert_eq!(&idx[40000..40004], b"MARK");
-    assert_eq!(idx.len(), 65536);
-}
-
-#[test]
-fn view_a_grown_shared_mapping_outlives_another_processs_read() {
-    // As above, B reads the file instead (as `cat` or `grep -r` beside a database
-    // would): it reads what the workspace holds, which stops short of A's end, and that
-    // short read must not shorten the size the kernel keeps under A's mapping.
-    let script = r#"
-import mmap, os, subprocess, sys
-b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(len(open('idx', 'rb').read()), flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-def other():
-    b.stdin.write("\n"); b.stdin.flush()
-    return b.stdout.readline().strip()
-fd = os.open("idx", os.O_RDWR | os.O_CREAT, 0o644)
-os.pwrite(fd, b"\0", 32767)
-os.fsync(fd)
-os.pwrite(fd, b"\0", 65535)
-m = mmap.mmap(fd, 65536, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-m[40000:40004] = b"MARK"
-print(other())
+print(other(), bytes(m[40000:40004]).decode())
 m[60000:60004] = b"MORE"
 m.flush(); m.close(); os.close(fd)
 data = open("idx", "rb").read()
 print(len(data), data[40000:40004].decode(), data[60000:60004].decode())
-"#;
-    expect(script, "32768\n65536 MARK MORE\n");
+"#
+    );
+    let want = format!("{seen} MARK\n65536 MARK MORE\n");
+    let ws = expect(&with_other(&script), &want);
+    let idx = std::fs::read(ws.root.join("idx")).expect("idx");
+    assert_eq!(idx.len(), 65536);
+    assert_eq!(
+        (&idx[40000..40004], &idx[60000..60004]),
+        (&b"MARK"[..], &b"MORE"[..])
+    );
+}
+
+#[test]
+fn view_a_grown_shared_mapping_outlives_another_processs_stat() {
+    // As SQLite grows its shared index (`-shm`); B asks its size (as `ls -l` or another
+    // connection's start does). Before, B was told the workspace's size, which cut off
+    // A's pages past it.
+    a_grown_mapping_beside("os.stat('idx').st_size", "65536");
+}
+
+#[test]
+fn view_a_grown_shared_mapping_outlives_another_processs_read() {
+    // B reads the file instead (as `cat` or `grep -r` beside a database would): it
+    // reads what the workspace holds, which stops short of A's end, and that short read
+    // must not shorten the size the kernel keeps under A's mapping.
+    a_grown_mapping_beside("len(open('idx', 'rb').read())", "32768");
 }
 
 #[test]

@@ -204,7 +204,7 @@ fn unlink_in(parent: BorrowedFd<'_>, name: &CString, flags: AtFlags) -> Result<(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::time::Duration;
 
@@ -240,7 +240,6 @@ mod tests {
     /// directory of mode 000 and one of 0500 deep in the tree are emptied too.
     #[test]
     fn unreadable_and_read_only_dirs_are_emptied_by_their_owner() {
-        use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
         let tmp = tempfile::tempdir().expect("tempdir");
         let tree = tmp.path().join("tree");
         std::fs::create_dir_all(tree.join("a/locked/inner")).expect("mkdir");
@@ -254,19 +253,7 @@ mod tests {
         mode("a/ro", 0o500);
         mode("a/locked", 0o000);
         let dir = open(&tree);
-        let emptied = std::thread::scope(|s| {
-            s.spawn(|| {
-                let mut caps = capabilities(None).expect("capget");
-                let overrides = CapabilitySet::DAC_OVERRIDE
-                    | CapabilitySet::DAC_READ_SEARCH
-                    | CapabilitySet::FOWNER;
-                caps.effective.remove(overrides);
-                set_capabilities(None, caps).expect("capset");
-                empty_dir(dir.as_fd(), None)
-            })
-            .join()
-            .expect("thread")
-        });
+        let emptied = as_owner_only(|| empty_dir(dir.as_fd(), None));
         assert_eq!(emptied.expect("empty"), Emptied::All);
         assert_eq!(std::fs::read_dir(&tree).expect("list").count(), 0);
     }
@@ -328,7 +315,7 @@ mod tests {
     }
 
     /// `f` on a thread without root's overrides of file modes.
-    fn as_owner_only<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    pub(in crate::cli::wall) fn as_owner_only<T: Send>(f: impl FnOnce() -> T + Send) -> T {
         use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
         std::thread::scope(|s| {
             s.spawn(|| {

@@ -281,7 +281,6 @@ mod tests {
     /// gateway's scratch dir its agent made unreadable (mode 000) is swept too.
     #[test]
     fn an_unreadable_stale_scratch_dir_is_swept_by_its_owner() {
-        use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
         let tmp = tempfile::tempdir().expect("tempdir");
         let shut = tmp
             .path()
@@ -289,18 +288,8 @@ mod tests {
         std::fs::create_dir_all(shut.join(".cache")).expect("mkdir");
         std::fs::write(shut.join(".cache/f"), "x").expect("write");
         std::fs::set_permissions(&shut, std::fs::Permissions::from_mode(0o000)).expect("chmod");
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let mut caps = capabilities(None).expect("capget");
-                let overrides = CapabilitySet::DAC_OVERRIDE
-                    | CapabilitySet::DAC_READ_SEARCH
-                    | CapabilitySet::FOWNER;
-                caps.effective.remove(overrides);
-                set_capabilities(None, caps).expect("capset");
-                sweep_stale_scratch(tmp.path(), &[]);
-            })
-            .join()
-            .expect("thread");
+        crate::cli::wall::emptying::tests::as_owner_only(|| {
+            sweep_stale_scratch(tmp.path(), &[]);
         });
         assert!(!shut.exists(), "an unreadable scratch dir was kept");
     }
