@@ -62,7 +62,7 @@ impl AgentSessions {
     }
 
     /// The view's own session, the ACP sessions the agent opened (the newest
-    /// [`MAX_SESSIONS`], oldest first) and how many it opened in all: what the view's
+    /// 64, oldest first) and how many it opened in all: what the view's
     /// records may have been carried under.
     pub fn recorded_under(&self) -> (String, Vec<String>, u64) {
         let s = match self.state.lock() {
