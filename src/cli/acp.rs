@@ -26,13 +26,9 @@ use record::Described;
 use relay::Relay;
 
 pub(super) fn acp(args: AcpArgs) -> ExitCode {
-    let config = match args.common.config() {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let opened = match startup::open(&config) {
+    let (config, opened) = match open_config(&args) {
         Ok(o) => o,
-        Err(e) => return fail_open(&e, args.common.policy.as_deref()),
+        Err(code) => return code,
     };
     let Some((program, agent_args)) = args.agent.split_first() else {
         return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
@@ -75,25 +71,13 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let denials = fsgate_sandbox::denied::Denials::default();
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
-    let view_record = pending.as_ref().map(acp_view::Pending::record);
-    let view_sessions = pending.as_ref().map(acp_view::Pending::sessions);
-    // Where an ask rule hit by a process of the agent's view is asked: the editor.
-    let questions = in_view.then(fsgate_doors::view_ask::ViewQuestions::new);
-    let served = pending.zip(questions.as_ref());
-    let served = match served
-        .map(|(p, q)| p.serve(&mut child, &gateway, q))
-        .transpose()
-    {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return fail(&format!("--confine-agent: {e}; the agent was not run"));
-        }
+    let view = match acp_view::AgentView::serve(pending, &mut child, &gateway) {
+        Ok(v) => v,
+        Err(code) => return code,
     };
     let hosted = fsgate_doors::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
     let mut details = described.start_details(pid, &args.agent, &tree, &hosted);
-    details.insert("view".into(), view_record.into());
+    details.insert("view".into(), view.record.into());
     gateway.record("agent-start", details);
     let session_meta = profile.as_ref().and_then(|p| p.plan.session_meta.clone());
     let relay = Relay {
@@ -102,26 +86,43 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         child,
         hosted: (hosted_listener, hosted),
         session_meta,
-        questions,
-        view_sessions,
+        questions: view.questions,
+        view_sessions: view.sessions,
     };
     let (result, stopped_by) = match relay.run(pid) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
     let mut details = end_tree(&mut tree, agent_stderr);
-    acp_view::end(&gateway, served.as_ref(), ending);
+    acp_view::end(&gateway, view.served.as_ref(), ending);
     let failed = |end: &AgentEnd| report_own_failure(end, confined.as_ref(), &denials, &stopped_by);
     let exit = agent_exit(result, &stopped_by, &mut details, failed);
     gateway.record("agent-exit", details);
     drop(confined);
     drop(profile);
-    let mut stop_details = serde_json::Map::new();
-    if let Some(sig) = stopped_by.get() {
-        stop_details.insert("reason".into(), (*sig).into());
-    }
-    startup::shutdown(&gateway, stop_details);
+    shut_down(&gateway, &stopped_by);
     exit
+}
+
+/// The gateway's stop, recorded with the signal that ended the agent, if one did.
+fn shut_down(gateway: &fsgate_gateway::Gateway, stopped_by: &relay::StoppedBy) {
+    let mut details = serde_json::Map::new();
+    if let Some(sig) = stopped_by.get() {
+        details.insert("reason".into(), (*sig).into());
+    }
+    startup::shutdown(gateway, details);
+}
+
+/// The configuration and what it opens (policy, workspaces, log, backups); a failure
+/// is said and is the exit code.
+fn open_config(
+    args: &AcpArgs,
+) -> Result<(startup::config::GatewayConfig, startup::Opened), ExitCode> {
+    let config = args.common.config()?;
+    match startup::open(&config) {
+        Ok(o) => Ok((config, o)),
+        Err(e) => Err(fail_open(&e, args.common.policy.as_deref())),
+    }
 }
 
 /// Confines the gateway itself once the agent runs (hardened first when the agent is

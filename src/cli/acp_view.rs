@@ -126,6 +126,46 @@ impl Pending {
     }
 }
 
+/// The agent's view once served (all None without `--confine-agent`): what the
+/// `agent-start` record says of it, its sessions, where its `ask` rules' questions go
+/// (the editor) and the view itself.
+pub(super) struct AgentView {
+    pub(super) record: Option<serde_json::Value>,
+    pub(super) sessions: Option<Arc<AgentSessions>>,
+    pub(super) questions: Option<Arc<ViewQuestions>>,
+    pub(super) served: Option<view_host::Served>,
+}
+
+impl AgentView {
+    /// Serves the view of `pending` (if the agent runs in one) once `child` mounted it;
+    /// if it cannot be served, the agent is ended and the exit code says why.
+    pub(super) fn serve(
+        pending: Option<Pending>,
+        child: &mut Child,
+        gateway: &Arc<fsgate_gateway::Gateway>,
+    ) -> Result<AgentView, std::process::ExitCode> {
+        let record = pending.as_ref().map(Pending::record);
+        let sessions = pending.as_ref().map(Pending::sessions);
+        let questions = pending.as_ref().map(|_| ViewQuestions::new());
+        let served = pending.zip(questions.as_ref());
+        match served.map(|(p, q)| p.serve(child, gateway, q)).transpose() {
+            Ok(served) => Ok(AgentView {
+                record,
+                sessions,
+                questions,
+                served,
+            }),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(super::exit::fail(&format!(
+                    "--confine-agent: {e}; the agent was not run"
+                )))
+            }
+        }
+    }
+}
+
 /// What the end of the agent's view needs: its sessions, and the `fsgate undo` command
 /// line for these workspaces (without `--session`).
 pub(super) struct Ending {
