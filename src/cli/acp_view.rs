@@ -126,7 +126,7 @@ impl Pending {
     }
 }
 
-/// The agent's view once served (all None without `--confine-agent`): what the
+/// The agent's view once served (all None unless the agent runs in one): what the
 /// `agent-start` record says of it, its sessions, where its `ask` rules' questions go
 /// (the editor) and the view itself.
 pub(super) struct AgentView {
