@@ -300,48 +300,60 @@ impl Unclosed {
     }
 }
 
+/// The log's own `start` record: its details begin with `check` (sorted keys). A quote
+/// inside a string is escaped, so this marker is a field name wherever it is found.
+const LOG_START_MARKER: &[u8] = b"\"details\":{\"check\":";
+
 /// The intents of the log at `io` that have neither an outcome nor a reconciliation:
-/// reads back from the active file (its bytes as recovery left them: `active`) through
-/// rotated files to the newest `start` record.
+/// replayed from the newest `start` record, which lies in the active file (its bytes as
+/// recovery left them: `active`) or in a rotated file before it.
+///
+/// One file is in memory at a time: a long session spans many rotated files, and the
+/// next start must not hold them all. The rotated files are searched newest first for
+/// the start (each read, searched and dropped), then read again oldest first from it.
 pub(crate) fn pending(io: &Io, active: &[u8]) -> Result<Vec<Intent>, AuditError> {
-    let rotated = super::recover::rotated::rotated_files(io)?;
-    let names = rotated.into_iter().rev().map(|(_, n)| Some(n));
-    // Newest first until a file holds a `start` record; then replay those oldest first.
-    let mut files: Vec<std::borrow::Cow<'_, [u8]>> = Vec::new();
-    for name in std::iter::once(None).chain(names) {
-        let bytes = match name {
-            None => std::borrow::Cow::Borrowed(active),
-            Some(name) => {
-                std::borrow::Cow::Owned(super::recover::rotated::read_or_empty(io, &name)?)
+    use super::recover::rotated::{read_or_empty, rotated_files};
+    let has_start = |bytes: &[u8]| memchr::memmem::find(bytes, LOG_START_MARKER).is_some();
+    let rotated = rotated_files(io)?;
+    let mut first = rotated.len();
+    if !has_start(active) {
+        first = 0;
+        for (i, (_, name)) in rotated.iter().enumerate().rev() {
+            if has_start(&read_or_empty(io, name)?) {
+                first = i;
+                break;
             }
-        };
-        // The log's own `start` record: its details begin with `check` (sorted keys).
-        let has_start = memchr::memmem::find(&bytes, b"\"details\":{\"check\":").is_some();
-        files.push(bytes);
-        if has_start {
-            break;
         }
     }
-    let lines: Vec<&[u8]> = files
-        .iter()
-        .rev()
-        .flat_map(|bytes| bytes.split(|&b| b == b'\n'))
+    let mut tracker = Tracker::default();
+    let mut from_newest_start = true;
+    for (_, name) in &rotated[first..] {
+        replay(&mut tracker, &read_or_empty(io, name)?, from_newest_start);
+        from_newest_start = false;
+    }
+    replay(&mut tracker, active, from_newest_start);
+    Ok(tracker.open())
+}
+
+/// Feeds the records of one file to `tracker`; with `from_newest_start`, only those from
+/// its newest log `start` on (that record carries what was open then), or all of them if
+/// it has none.
+fn replay(tracker: &mut Tracker, bytes: &[u8], from_newest_start: bool) {
+    let lines: Vec<&[u8]> = bytes
+        .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .collect();
-    // The newest log `start` carries what was open then: replay from it. Only lines
-    // that can open or close an intent are parsed (a quote inside a string is escaped,
-    // so these markers are field names). Parsing every line took a start with a full
-    // active file (100,000 records) about 0.2 s.
+    // Only lines that can open or close an intent are parsed: parsing every line took a
+    // start with a full active file (100,000 records) about 0.2 s.
     let parse = |line: &[u8]| serde_json::from_slice::<Value>(line).ok();
-    let from = lines
-        .iter()
-        .rposition(|l| {
-            memchr::memmem::find(l, b"\"details\":{\"check\":").is_some()
+    let from = match from_newest_start {
+        true => lines.iter().rposition(|l| {
+            memchr::memmem::find(l, LOG_START_MARKER).is_some()
                 && parse(l).is_some_and(|rec| matches!(mark(&rec), Mark::LogStart))
-        })
-        .unwrap_or(0);
-    let mut tracker = Tracker::default();
-    for line in &lines[from..] {
+        }),
+        false => None,
+    };
+    for line in &lines[from.unwrap_or(0)..] {
         let find = |pat: &[u8]| memchr::memmem::find(line, pat).is_some();
         if !(find(b"\"kind\":\"start\"") || find(b"\"intent") || find(b"\"entriesDurable\"")) {
             continue;
@@ -350,7 +362,6 @@ pub(crate) fn pending(io: &Io, active: &[u8]) -> Result<Vec<Intent>, AuditError>
             tracker.observe(&rec);
         }
     }
-    Ok(tracker.open())
 }
 
 #[cfg(test)]

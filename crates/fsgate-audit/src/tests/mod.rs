@@ -4,6 +4,7 @@
 mod bench;
 mod crash;
 mod failures;
+mod peak_heap;
 mod python;
 mod recovery;
 mod tools;

@@ -555,3 +555,56 @@ const GATEWAY_OPTIONS: OpenOptions = OpenOptions {
 fn open_as_gateway(path: &std::path::Path) -> AuditLog {
     open_unlocked(path, &settings(FsyncMode::Always), GATEWAY_OPTIONS).unwrap()
 }
+
+/// After a long session (many rotated files, none with a later start), the next start
+/// replays it from its start record holding one file at a time, not the whole session:
+/// the intent left open in the oldest file is found, the one closed files later is not,
+/// and `open` never holds more than a few files' worth of heap.
+#[test]
+fn a_start_after_a_long_session_holds_one_file_at_a_time() {
+    let (_d, path) = temp_log();
+    let file_bytes: u64 = 64 * 1024;
+    let s = AuditSettings {
+        max_file_bytes: Some(file_bytes),
+        ..settings(FsyncMode::Never)
+    };
+    let intent = |p: &str| AuditEvent {
+        kind: "intent".into(),
+        op: "write_text_file".into(),
+        path: Some(p.into()),
+        decision: "allow".into(),
+        ..Default::default()
+    };
+    {
+        let log = open(&path, &s);
+        log.append(intent("left.txt")).unwrap();
+        let closed = log.append(intent("closed.txt")).unwrap().seq;
+        for i in 0..20_000 {
+            log.append(request(i)).unwrap();
+            if i == 10_000 {
+                let mut outcome = request(i);
+                outcome.args.insert("intent".into(), json!(closed));
+                log.append(outcome).unwrap();
+            }
+        }
+        // Dropped without close, as after kill -9.
+    }
+    let logs = path.parent().unwrap();
+    let session_bytes: u64 = std::fs::read_dir(logs)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let files = std::fs::read_dir(logs).unwrap().count();
+    assert!(files > 40, "the session spans many files: {files}");
+    let before = peak_heap::live();
+    peak_heap::reset();
+    let log = open(&path, &s);
+    let peak = peak_heap::peak_since_reset(before) as u64;
+    let open_paths: Vec<Option<String>> =
+        log.open_intents().iter().map(|i| i.path.clone()).collect();
+    assert_eq!(open_paths, vec![Some("left.txt".to_string())]);
+    assert!(
+        peak < 8 * file_bytes,
+        "open held {peak} bytes at once for a session of {session_bytes} bytes in {files} files"
+    );
+}
