@@ -2,15 +2,21 @@
 //!
 //! Before a backup is copied, its data size is reserved against `max_total_bytes`; if it
 //! does not fit, retention makes room (never removing a file's newest version or its
-//! session original), and if that is not enough the backup — and so the change — is
-//! refused. A session is one gateway run (one opened store): the first backup of a path
-//! in it is that path's original, unless the gateway itself created the file earlier in
-//! the session (then there was no user content before it).
+//! session original), with headroom for the saves after it; if that is not enough, the
+//! backup — and so the change — is refused. A session is one gateway run (one opened
+//! store): the first backup of a path in it is that path's original, unless the gateway
+//! itself created the file earlier in the session (then there was no user content
+//! before it).
 
 use super::counts::Quota;
 use super::retention::report::PruneReport;
 use super::store::BackupStore;
 use crate::error::BackupError;
+
+/// A prune made to make room frees this fraction of the budget beyond the room asked
+/// for (a 1 GiB store: 64 MiB of its oldest versions), so that one pass over the
+/// store serves many saves.
+const HEADROOM_DIVISOR: u64 = 16;
 
 impl BackupStore {
     /// Reserves `want` bytes for a new version of `rel_path`, pruning to make room if
@@ -20,7 +26,9 @@ impl BackupStore {
         if let Some(room) = self.try_reserve(want, budget)? {
             return Ok(room);
         }
-        let report = self.prune_reserving(want)?;
+        // Room for the next saves too: at its budget, a store that freed only `want`
+        // would read every record again on every later save.
+        let report = self.prune_reserving(want.saturating_add(budget / HEADROOM_DIVISOR))?;
         if !report.removed.is_empty() {
             self.lock_quota().reports.push(report);
         }
@@ -115,6 +123,40 @@ impl BackupStore {
 mod tests {
     use super::super::BackupSettings;
     use super::super::store::tests::open_store;
+
+    /// A store at its budget: the save that needs room frees headroom for the saves
+    /// after it, so 32 more saves pass over the whole store a few times, not 32.
+    #[test]
+    fn a_store_at_its_budget_passes_over_it_once_for_many_saves() {
+        let settings = BackupSettings {
+            max_total_bytes: Some(1600),
+            ..Default::default()
+        };
+        let (tmp, store) = open_store(&settings);
+        let work = tmp.path().join("work.txt");
+        let save = |i: u32| {
+            std::fs::write(&work, format!("{i:010}")).expect("write");
+            let file = std::fs::File::open(&work).expect("open");
+            store.save_file("f.txt", &file).expect("save");
+        };
+        // 160 versions of 10 bytes: the budget, exactly.
+        (0..160).for_each(save);
+        assert!(store.take_prune_reports().is_empty(), "nothing pruned yet");
+        (160..192).for_each(save);
+        let passes = store.take_prune_reports();
+        assert!(
+            (1..=4).contains(&passes.len()),
+            "{} passes over the store for 32 saves",
+            passes.len()
+        );
+        let left = store.list(Some("f.txt")).expect("list");
+        let bytes: u64 = left.iter().map(|v| v.size).sum();
+        assert!(bytes <= 1600, "the store keeps its budget: {bytes}");
+        assert!(left[0].original, "the session's original is kept");
+        let (newest, _) = store.open_version("f.txt", None).expect("newest");
+        let want = fsgate_base::sha256::Sha256::digest(b"0000000191");
+        assert_eq!(newest.sha256, hex::encode(want));
+    }
 
     #[test]
     fn renames_carry_the_session_state() {
