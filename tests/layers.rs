@@ -348,3 +348,36 @@ fn the_door_name_scan_finds_names_not_fields() {
     assert!(names_a_door("    transport: ctx.door.name.to_string(),").is_none());
     assert!(names_a_door("    ctx.door.content_copies.max(1)").is_none());
 }
+
+/// The counting allocator of the tests is linked by tests alone: no crate lists it
+/// among its `[dependencies]` (only `[dev-dependencies]`), so no binary a user builds
+/// has it.
+#[test]
+fn the_tests_allocator_is_no_layers_dependency() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut manifests = vec![root.join("Cargo.toml")];
+    for entry in std::fs::read_dir(root.join("crates")).expect("crates/") {
+        manifests.push(entry.expect("entry").path().join("Cargo.toml"));
+    }
+    let mut users = 0;
+    for manifest in manifests {
+        let text = std::fs::read_to_string(&manifest).expect("a manifest");
+        for section in text.split("\n[").skip(1) {
+            let named = section
+                .lines()
+                .skip(1)
+                .any(|l| l.starts_with("fsgate-peak-heap"));
+            if !named {
+                continue;
+            }
+            assert!(
+                section.starts_with("dev-dependencies]"),
+                "{} lists fsgate-peak-heap in [{}",
+                manifest.display(),
+                section.lines().next().unwrap_or_default()
+            );
+            users += 1;
+        }
+    }
+    assert!(users >= 2, "the audit log's and the backups' tests use it");
+}

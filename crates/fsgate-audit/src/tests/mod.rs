@@ -4,7 +4,6 @@
 mod bench;
 mod crash;
 mod failures;
-mod peak_heap;
 mod python;
 mod recovery;
 mod tools;

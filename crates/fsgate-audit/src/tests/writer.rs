@@ -596,10 +596,8 @@ fn a_start_after_a_long_session_holds_one_file_at_a_time() {
         .sum();
     let files = std::fs::read_dir(logs).unwrap().count();
     assert!(files > 40, "the session spans many files: {files}");
-    let before = peak_heap::live();
-    peak_heap::reset();
-    let log = open(&path, &s);
-    let peak = peak_heap::peak_since_reset(before) as u64;
+    let (log, peak) = fsgate_peak_heap::measure(|| open(&path, &s));
+    let peak = peak as u64;
     let open_paths: Vec<Option<String>> =
         log.open_intents().iter().map(|i| i.path.clone()).collect();
     assert_eq!(open_paths, vec![Some("left.txt".to_string())]);

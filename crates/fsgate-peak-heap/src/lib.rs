@@ -1,6 +1,9 @@
-//! The test binary's allocator: the system's, counting per thread the heap bytes live
-//! and their peak since [`reset`], so a test can bound what one call holds at once.
-//! Only this crate's unit-test binary has it; nothing a user builds does.
+//! A test binary's allocator: the system's, counting per thread the heap bytes live and
+//! their peak during a call ([`measure`]), so a test can bound what the call holds at
+//! once.
+//!
+//! Linking this crate installs the allocator, so only tests may: it is a
+//! dev-dependency of the layers whose tests use it, and nothing a user builds links it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -14,7 +17,7 @@ thread_local! {
     /// Bytes allocated minus bytes freed on this thread (a block freed on another
     /// thread than its own is counted there: signed).
     static LIVE: Cell<isize> = const { Cell::new(0) };
-    /// The highest `LIVE` since the last `reset`.
+    /// The highest `LIVE` since the current measurement began.
     static PEAK: Cell<isize> = const { Cell::new(0) };
 }
 
@@ -65,19 +68,28 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-/// Starts a measurement on this thread: the peak is what is live now.
-pub(crate) fn reset() {
-    let live = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(live));
+/// Runs `f` on this thread and returns its result with the most heap bytes this thread
+/// held at once meanwhile, beyond what it held before.
+pub fn measure<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let before = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(before));
+    let out = f();
+    let peak = PEAK.with(Cell::get).saturating_sub(before).max(0);
+    (out, peak as usize)
 }
 
-/// The most heap bytes this thread held at once since [`reset`], beyond what it held
-/// then.
-pub(crate) fn peak_since_reset(at_reset: isize) -> usize {
-    PEAK.with(Cell::get).saturating_sub(at_reset).max(0) as usize
-}
-
-/// The heap bytes this thread holds now.
-pub(crate) fn live() -> isize {
-    LIVE.with(Cell::get)
+#[cfg(test)]
+mod tests {
+    /// What a call holds at once is counted, what it freed before returning too.
+    #[test]
+    fn the_peak_of_a_call_is_counted() {
+        let (len, peak) = super::measure(|| {
+            let big = vec![1u8; 1 << 20];
+            big.len()
+        });
+        assert_eq!(len, 1 << 20);
+        assert!((1 << 20..2 << 20).contains(&peak), "{peak}");
+        let (_, none) = super::measure(|| 1 + 1);
+        assert_eq!(none, 0);
+    }
 }
