@@ -2,20 +2,21 @@
 //!
 //! Before a backup is copied, its data size is reserved against `max_total_bytes`; if it
 //! does not fit, retention makes room (never removing a file's newest version or its
-//! session original), with headroom for the saves after it; if that is not enough, the
-//! backup — and so the change — is refused. A session is one gateway run (one opened
-//! store): the first backup of a path in it is that path's original, unless the gateway
-//! itself created the file earlier in the session (then there was no user content
-//! before it).
+//! session original), with some headroom for the saves after it; if that is not
+//! enough, the backup — and so the change — is refused. A session is one gateway run
+//! (one opened store): the first backup of a path in it is that path's original, unless
+//! the gateway itself created the file earlier in the session (then there was no user
+//! content before it).
 
 use super::counts::Quota;
+use super::retention::Room;
 use super::retention::report::PruneReport;
 use super::store::BackupStore;
 use crate::error::BackupError;
 
-/// A prune made to make room frees this fraction of the budget beyond the room asked
-/// for (a 1 GiB store: 64 MiB of its oldest versions), so that one pass over the
-/// store serves many saves.
+/// A prune made to make room frees up to this fraction of the budget beyond the room
+/// asked for (a 1 GiB store: 64 MiB of its oldest versions; `retention::Room` says what
+/// bounds it), so that one pass over the store serves many saves.
 const HEADROOM_DIVISOR: u64 = 16;
 
 impl BackupStore {
@@ -28,7 +29,10 @@ impl BackupStore {
         }
         // Room for the next saves too: at its budget, a store that freed only `want`
         // would read every record again on every later save.
-        let report = self.prune_reserving(want.saturating_add(budget / HEADROOM_DIVISOR))?;
+        let report = self.prune_reserving(Room {
+            need: want,
+            headroom: budget / HEADROOM_DIVISOR,
+        })?;
         if !report.removed.is_empty() {
             self.lock_quota().reports.push(report);
         }
@@ -55,7 +59,7 @@ impl BackupStore {
         let committed = match known {
             Some(c) => c,
             None => {
-                let total = self.scan(&|_| true)?.iter().map(|v| v.stored()).sum();
+                let total = self.stored_total()?;
                 *self.lock_quota().committed.get_or_insert(total)
             }
         };

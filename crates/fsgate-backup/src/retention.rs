@@ -1,6 +1,7 @@
 //! Retention: [`BackupStore::prune`] applies keep-N, max-age and the byte budget (and
 //! removes crash leftovers: `leftovers`).
 
+mod by_shard;
 mod leftovers;
 pub(crate) mod report;
 
@@ -12,6 +13,7 @@ use time::OffsetDateTime;
 
 use super::config::Retention;
 use super::layout::{self, DATA_SUFFIX, META_SUFFIX};
+use super::scan::Incomplete;
 use super::store::{BackupStore, Place, Version, sync_dir};
 use crate::error::BackupError;
 use report::{PruneReason, PruneReport, PrunedVersion};
@@ -19,6 +21,20 @@ use report::{PruneReason, PruneReport, PrunedVersion};
 /// The periodic pass over the whole store runs at least this often (given enough saves)
 /// however large the store is, for `max_age` of files no save touches.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
+
+/// At most this many versions are removed for a prune's headroom (beyond what its
+/// room needs): each removal syncs a directory, and a save waits for its prune.
+const HEADROOM_MAX_VERSIONS: usize = 256;
+
+/// What a prune makes room for under the byte budget: `need` bytes that must fit, and
+/// `headroom` bytes more that it frees if it can, so the saves after it find room
+/// (oldest first; at most `HEADROOM_MAX_VERSIONS` versions and a sixteenth of what the
+/// removable versions hold, so that a store of little history keeps most of it).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Room {
+    pub(crate) need: u64,
+    pub(crate) headroom: u64,
+}
 
 impl BackupStore {
     /// Applies the retention rules of `[backup]` to the whole store and reports what it
@@ -31,12 +47,12 @@ impl BackupStore {
 
     /// [`prune`](Self::prune) with the clock given.
     pub(crate) fn prune_at(&self, now: OffsetDateTime) -> Result<PruneReport, BackupError> {
-        self.prune_with(now, 0)
+        self.prune_with(now, Room::default())
     }
 
-    /// A prune that also makes room for `reserve` more bytes under the byte budget.
-    pub(crate) fn prune_reserving(&self, reserve: u64) -> Result<PruneReport, BackupError> {
-        self.prune_with(OffsetDateTime::now_utc(), reserve)
+    /// A prune that also makes `room` under the byte budget.
+    pub(crate) fn prune_reserving(&self, room: Room) -> Result<PruneReport, BackupError> {
+        self.prune_with(OffsetDateTime::now_utc(), room)
     }
 
     /// Whether the periodic pass over the whole store ([`prune`](Self::prune)) is due,
@@ -77,7 +93,8 @@ impl BackupStore {
         }
         let versions = self.versions_of(rel_path)?;
         let mut freed = 0;
-        for (index, reason) in choose(&versions, rules, OffsetDateTime::now_utc(), 0) {
+        for (index, reason) in choose(&versions, rules, OffsetDateTime::now_utc(), Room::default())
+        {
             let v = &versions[index];
             // A concurrent save of the same file may prune the same version: only the
             // one that removed it reports it and frees its bytes.
@@ -96,28 +113,12 @@ impl BackupStore {
         Ok(report)
     }
 
-    fn prune_with(&self, now: OffsetDateTime, reserve: u64) -> Result<PruneReport, BackupError> {
-        let (versions, incomplete) = self.scan_all(&|_| true)?;
-        let doomed = choose(&versions, self.retention, now, reserve);
+    fn prune_with(&self, now: OffsetDateTime, room: Room) -> Result<PruneReport, BackupError> {
         let mut report = PruneReport::default();
-        let mut removed_ids = HashSet::new();
-        for (index, reason) in doomed {
-            let v = &versions[index];
-            self.remove_version(v)?;
-            removed_ids.insert(index);
-            report.removed.push(PrunedVersion {
-                backup: v.to_ref(),
-                reason,
-            });
-        }
-        let kept = versions
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !removed_ids.contains(i));
-        for (_, v) in kept {
-            report.kept_versions += 1;
-            report.kept_bytes += v.stored();
-        }
+        let incomplete = match self.legacy {
+            Some(_) => self.prune_whole(now, room, &mut report)?,
+            None => self.prune_by_shard(now, room, &mut report)?,
+        };
         self.lock_quota().committed = Some(report.kept_bytes);
         if let Ok(mut s) = self.sweep.lock() {
             s.versions = report.kept_versions as u64;
@@ -136,6 +137,48 @@ impl BackupStore {
             );
         }
         Ok(report)
+    }
+
+    /// The pass with the whole store in memory, for a store that still holds layout-1
+    /// versions (a path may have versions in both layouts).
+    fn prune_whole(
+        &self,
+        now: OffsetDateTime,
+        room: Room,
+        report: &mut PruneReport,
+    ) -> Result<Vec<Incomplete>, BackupError> {
+        let (versions, incomplete) = self.scan_all(&|_| true)?;
+        let doomed = choose(&versions, self.retention, now, room);
+        self.remove_doomed(&versions, doomed, report)?;
+        Ok(incomplete)
+    }
+
+    /// Removes the `doomed` among `versions` and counts the others as kept.
+    fn remove_doomed(
+        &self,
+        versions: &[Version],
+        doomed: Vec<(usize, PruneReason)>,
+        report: &mut PruneReport,
+    ) -> Result<(), BackupError> {
+        let mut removed_ids = HashSet::new();
+        for (index, reason) in doomed {
+            let v = &versions[index];
+            self.remove_version(v)?;
+            removed_ids.insert(index);
+            report.removed.push(PrunedVersion {
+                backup: v.to_ref(),
+                reason,
+            });
+        }
+        let kept = versions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !removed_ids.contains(i));
+        for (_, v) in kept {
+            report.kept_versions += 1;
+            report.kept_bytes += v.stored();
+        }
+        Ok(())
     }
 
     /// Removes one version (of layout 1: sidecar first, so the version disappears
@@ -175,29 +218,20 @@ impl BackupStore {
 }
 
 /// Decides which versions to remove, as (index into `versions`, reason), in order, so
-/// that `reserve` more bytes fit the byte budget. Per file, the newest version is never
-/// removed for the budget, and the newest session original (see [`super::quota`]) is
-/// removed only by age: an agent's rewrites must not push out the user's own content.
+/// that `room` fits the byte budget. Per file, the newest version is never removed for
+/// the budget, and the newest session original (see [`super::quota`]) is removed only
+/// by age: an agent's rewrites must not push out the user's own content.
 fn choose(
     versions: &[Version],
     rules: Retention,
     now: OffsetDateTime,
-    reserve: u64,
+    room: Room,
 ) -> Vec<(usize, PruneReason)> {
-    // Indices per path, newest first.
-    let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, v) in versions.iter().enumerate() {
-        by_path.entry(v.meta.path.as_str()).or_default().push(i);
-    }
-    for list in by_path.values_mut() {
-        list.sort_by(|&a, &b| versions[b].at.cmp(&versions[a].at));
-    }
+    let lists = by_path(versions);
+    let kept = protected(&lists, versions);
     let mut doomed: Vec<(usize, PruneReason)> = Vec::new();
-    let mut kept = HashSet::new();
     let age_cutoff = rules.max_age.map(|age| now - age);
-    for list in by_path.values() {
-        kept.extend(list.first().copied());
-        kept.extend(list.iter().copied().find(|&i| versions[i].meta.original));
+    for list in lists.values() {
         for (rank, &i) in list.iter().enumerate() {
             let reason = if age_cutoff.is_some_and(|cut| versions[i].at < cut) {
                 Some(PruneReason::MaxAge)
@@ -214,7 +248,7 @@ fn choose(
     }
     if let Some(budget) = rules.max_total_bytes {
         let gone: HashSet<usize> = doomed.iter().map(|(i, _)| *i).collect();
-        let mut total: u64 = (0..versions.len())
+        let total: u64 = (0..versions.len())
             .filter(|i| !gone.contains(i))
             .map(|i| versions[i].stored())
             .sum();
@@ -222,15 +256,58 @@ fn choose(
             .filter(|i| !gone.contains(i) && !kept.contains(i))
             .collect();
         candidates.sort_by(|&a, &b| versions[a].at.cmp(&versions[b].at));
-        for i in candidates {
-            if total.saturating_add(reserve) <= budget {
-                break;
-            }
-            total -= versions[i].stored();
-            doomed.push((i, PruneReason::MaxTotalBytes));
-        }
+        let sizes: Vec<u64> = candidates.iter().map(|&i| versions[i].stored()).collect();
+        let n = count_over_budget(&sizes, total, budget, room);
+        doomed.extend(
+            candidates[..n]
+                .iter()
+                .map(|&i| (i, PruneReason::MaxTotalBytes)),
+        );
     }
     doomed
+}
+
+/// The indices of `versions` per path, newest first.
+fn by_path(versions: &[Version]) -> BTreeMap<&str, Vec<usize>> {
+    let mut lists: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, v) in versions.iter().enumerate() {
+        lists.entry(v.meta.path.as_str()).or_default().push(i);
+    }
+    for list in lists.values_mut() {
+        list.sort_by(|&a, &b| versions[b].at.cmp(&versions[a].at));
+    }
+    lists
+}
+
+/// Per file, the versions only age removes: its newest, and its newest session original.
+fn protected(lists: &BTreeMap<&str, Vec<usize>>, versions: &[Version]) -> HashSet<usize> {
+    let mut kept = HashSet::new();
+    for list in lists.values() {
+        kept.extend(list.first().copied());
+        kept.extend(list.iter().copied().find(|&i| versions[i].meta.original));
+    }
+    kept
+}
+
+/// How many of the removable versions (their sizes, oldest first) the byte budget
+/// removes, the store holding `total` bytes: until `room.need` fits, then while the
+/// headroom does not (see [`Room`]).
+fn count_over_budget(sizes: &[u64], mut total: u64, budget: u64, room: Room) -> usize {
+    let removable = sizes.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    let headroom = room.headroom.min(removable / 16);
+    let (mut n, mut extra) = (0, 0);
+    for &stored in sizes {
+        let needed = total.saturating_add(room.need) > budget;
+        let wanted = total.saturating_add(room.need).saturating_add(headroom) > budget
+            && extra < HEADROOM_MAX_VERSIONS;
+        if !needed && !wanted {
+            break;
+        }
+        extra += usize::from(!needed);
+        total = total.saturating_sub(stored);
+        n += 1;
+    }
+    n
 }
 
 #[cfg(test)]
@@ -383,6 +460,141 @@ mod tests {
         assert_eq!(report.removed[0].backup.rel_path, "old.txt");
         assert!(store.list(Some("old.txt")).expect("list").is_empty());
         assert_eq!(store.list(None).expect("list").len(), 1);
+    }
+
+    /// A version of `path` saved at `t(secs)`, holding `size` bytes.
+    fn version(path: &str, secs: i64, size: u64) -> Version {
+        let at = t(secs);
+        Version {
+            dir: layout::dir_name(path),
+            stem: layout::compact_ts(at),
+            at,
+            meta: layout::Sidecar {
+                format: 2,
+                path: path.into(),
+                ts: at.to_string(),
+                sha256: String::new(),
+                size,
+                stored: None,
+                original: false,
+                mode: None,
+            },
+            place: Place::Packed {
+                shard: layout::shard(path),
+            },
+        }
+    }
+
+    /// Room for a save removes what it needs, then headroom, oldest first: until the
+    /// headroom fits, `HEADROOM_MAX_VERSIONS` more versions are gone, or a sixteenth of
+    /// the history is.
+    #[test]
+    fn headroom_is_freed_oldest_first_up_to_a_count_and_a_share() {
+        let versions: Vec<Version> = (0..5000).map(|i| version("f", i, 10)).collect();
+        let removed = |versions: &[Version], budget, need, headroom| {
+            let rules = Retention {
+                max_total_bytes: Some(budget),
+                ..Retention::default()
+            };
+            let doomed = choose(versions, rules, t(6000), Room { need, headroom });
+            assert!(doomed.iter().all(|(_, r)| *r == PruneReason::MaxTotalBytes));
+            doomed.into_iter().map(|(i, _)| i).collect::<Vec<_>>()
+        };
+        let first = |n| (0..n).collect::<Vec<usize>>();
+        assert_eq!(
+            removed(&versions, 50_000, 10, 0),
+            first(1),
+            "only what is needed"
+        );
+        assert_eq!(
+            removed(&versions, 50_000, 10, 100),
+            first(11),
+            "and 100 bytes"
+        );
+        assert_eq!(removed(&versions, 50_000, 10, 1000), first(101));
+        let capped = removed(&versions, 50_000, 10, 1 << 40);
+        assert_eq!(capped, first(1 + HEADROOM_MAX_VERSIONS));
+        // The room needed is not capped, but the newest version is never removed.
+        assert_eq!(removed(&versions, 50_000, 1 << 40, 0), first(4999));
+        // Little history (990 bytes removable): headroom takes a sixteenth of it, 61.
+        assert_eq!(removed(&versions[4900..], 1000, 10, 1000), first(8));
+    }
+
+    /// A store of `n` versions of 300 paths (a few per shard), a version every
+    /// second from `t(0)`, of 1 to 40 bytes, saved with no retention rules; then
+    /// opened with `settings`.
+    fn many_versions(settings: &BackupSettings, n: i64) -> (tempfile::TempDir, BackupStore) {
+        let (tmp, store) = open_store(&BackupSettings::default());
+        for i in 0..n {
+            let k = (i * 7919) % 300;
+            let path = format!("d{}/f{k}.txt", k % 7);
+            let text = "x".repeat(1 + (i * 31 % 40) as usize);
+            save_str(&store, &path, &text, t(i));
+        }
+        let store = BackupStore::open(store.location(), settings).expect("reopen");
+        (tmp, store)
+    }
+
+    /// The pass shard by shard removes exactly what the pass over the whole store in
+    /// memory decides, by every rule at once: `keep_versions`, `max_age`, and the byte
+    /// budget with room and headroom.
+    #[test]
+    fn the_pass_by_shard_decides_as_the_whole_store_would() {
+        let settings = BackupSettings {
+            keep_versions: Some(3),
+            max_age: Some("30m".into()),
+            max_total_bytes: Some(9_000),
+            ..Default::default()
+        };
+        let (_tmp, store) = many_versions(&settings, 2400);
+        let now = t(2500);
+        let room = Room {
+            need: 100,
+            headroom: 2_000,
+        };
+        let (versions, _) = store.scan_all(&|_| true).expect("scan");
+        let mut want: Vec<(String, PruneReason)> = choose(&versions, store.retention, now, room)
+            .into_iter()
+            .map(|(i, r)| (versions[i].to_ref().id, r))
+            .collect();
+        let report = store.prune_with(now, room).expect("prune");
+        let mut got: Vec<(String, PruneReason)> = report
+            .removed
+            .iter()
+            .map(|p| (p.backup.id.clone(), p.reason))
+            .collect();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        for reason in [
+            PruneReason::MaxAge,
+            PruneReason::KeepVersions,
+            PruneReason::MaxTotalBytes,
+        ] {
+            assert!(
+                want.iter().any(|(_, r)| *r == reason),
+                "{reason:?} has work here"
+            );
+        }
+        assert_eq!(got, want);
+        let left = store.list(None).expect("list");
+        assert_eq!(report.kept_versions, left.len());
+        assert_eq!(report.kept_bytes, left.iter().map(|v| v.size).sum::<u64>());
+    }
+
+    /// The pass holds one shard's records at a time, not the store's.
+    #[test]
+    fn the_pass_holds_one_shard_at_a_time() {
+        let settings = BackupSettings {
+            keep_versions: Some(100),
+            max_total_bytes: Some(1 << 30),
+            ..Default::default()
+        };
+        let (_tmp, store) = many_versions(&settings, 2000);
+        let (report, peak) = fsgate_peak_heap::measure(|| store.prune().expect("prune"));
+        assert_eq!(report.kept_versions, 2000);
+        assert!(report.removed.is_empty());
+        // The store's records take about 1 MB in memory; a shard's, a few KB.
+        assert!(peak < 128 * 1024, "the pass held {peak} bytes at once");
     }
 
     #[test]

@@ -147,6 +147,21 @@ impl BackupStore {
         wanted: &dyn Fn(&str) -> bool,
     ) -> Result<(Vec<Version>, Vec<Incomplete>), BackupError> {
         let mut out = self.scan_legacy(wanted)?;
+        let incomplete = self.visit_shards(wanted, &mut |versions| {
+            out.extend(versions);
+            Ok(())
+        })?;
+        Ok((out, incomplete))
+    }
+
+    /// Gives `each` the complete one-file versions whose path `wanted` accepts, one
+    /// shard at a time (every version of a path is in its path's shard), and returns
+    /// the files found incomplete. Layout-1 versions are not visited.
+    pub(crate) fn visit_shards(
+        &self,
+        wanted: &dyn Fn(&str) -> bool,
+        each: &mut dyn FnMut(Vec<Version>) -> Result<(), BackupError>,
+    ) -> Result<Vec<Incomplete>, BackupError> {
         let mut incomplete = Vec::new();
         for shard in names(&self.versions, VERSIONS_DIR)? {
             if !layout::is_shard_name(&shard) {
@@ -155,6 +170,7 @@ impl BackupStore {
             let Some(dir) = self.shard_dir(&shard)? else {
                 continue;
             };
+            let mut out = Vec::new();
             for name in names(&dir, &shard)? {
                 let Some((dir_name, _)) = layout::parse_packed_name(&name) else {
                     continue;
@@ -172,8 +188,34 @@ impl BackupStore {
                     }
                 }
             }
+            each(out)?;
         }
-        Ok((out, incomplete))
+        Ok(incomplete)
+    }
+
+    /// The data bytes of every complete version, counted one shard at a time.
+    pub(crate) fn stored_total(&self) -> Result<u64, BackupError> {
+        let all = |_: &str| true;
+        let mut total: u64 = self.scan_legacy(&all)?.iter().map(Version::stored).sum();
+        self.visit_shards(&all, &mut |versions| {
+            total = versions
+                .iter()
+                .map(Version::stored)
+                .fold(total, u64::saturating_add);
+            Ok(())
+        })?;
+        Ok(total)
+    }
+
+    /// The one-file version `name` in `shard` read again, if it is still there.
+    pub(crate) fn reread(&self, shard: &str, name: &str) -> Result<Option<Version>, BackupError> {
+        let Some(dir) = self.shard_dir(shard)? else {
+            return Ok(None);
+        };
+        Ok(match read_packed(&dir, shard, name) {
+            Found::Version(v) => Some(*v),
+            _ => None,
+        })
     }
 
     /// A shard directory, if it exists (something else in its place holds no versions).

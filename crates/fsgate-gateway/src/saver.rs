@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::facts::Facts;
 use crate::rules::ws_error;
-use fsgate_backup::{BackupError, BackupStore, OnLimit, PruneReport, Saving};
+use fsgate_backup::{BackupError, BackupStore, OnLimit, PruneReport, PrunedVersion, Saving};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_workspace::{Entry, WsError};
@@ -236,20 +236,103 @@ impl<'a> Saver<'a> {
     }
 }
 
+/// A `backup-prune` record lists at most this many removed versions...
+const PRUNED_PER_RECORD: usize = 1000;
+/// ...in at most about this many bytes of JSON: a pass that removes more writes several
+/// records, so none grows past what a reader or a proof takes whole.
+const PRUNE_RECORD_BYTES: usize = 256 * 1024;
+
 /// Records what a retention pass removed, if anything (a failure is logged).
 fn record_prune(audit: Option<&fsgate_audit::AuditLog>, report: &PruneReport) {
-    if report.removed.is_empty() {
-        return;
+    let Some(a) = audit else { return };
+    for details in prune_records(&report.removed) {
+        if let Err(e) = a.append(fsgate_audit::AuditEvent::lifecycle("backup-prune", details)) {
+            tracing::error!("audit log: cannot record `backup-prune`: {e}");
+        }
     }
-    let mut details = serde_json::Map::new();
-    details.insert(
-        "removed".into(),
-        serde_json::to_value(&report.removed).unwrap_or(Value::Null),
-    );
-    details.insert("removedBytes".into(), report.removed_bytes().into());
-    if let Some(a) = audit
-        && let Err(e) = a.append(fsgate_audit::AuditEvent::lifecycle("backup-prune", details))
-    {
-        tracing::error!("audit log: cannot record `backup-prune`: {e}");
+}
+
+/// The details of the `backup-prune` records for `removed`: each lists the next
+/// versions in order (`removed`) and the bytes they held (`removedBytes`).
+fn prune_records(removed: &[PrunedVersion]) -> Vec<serde_json::Map<String, Value>> {
+    let mut out = Vec::new();
+    let mut chunk: Vec<Value> = Vec::new();
+    let (mut bytes, mut held) = (0usize, 0u64);
+    let mut flush = |chunk: &mut Vec<Value>, held: &mut u64| {
+        let mut details = serde_json::Map::new();
+        details.insert("removed".into(), Value::Array(std::mem::take(chunk)));
+        details.insert("removedBytes".into(), std::mem::take(held).into());
+        out.push(details);
+    };
+    for p in removed {
+        let entry = serde_json::to_value(p).unwrap_or(Value::Null);
+        let size = serde_json::to_vec(&entry).map_or(0, |v| v.len());
+        if !chunk.is_empty()
+            && (chunk.len() >= PRUNED_PER_RECORD || bytes + size > PRUNE_RECORD_BYTES)
+        {
+            flush(&mut chunk, &mut held);
+            bytes = 0;
+        }
+        bytes += size;
+        held += p.backup.size;
+        chunk.push(entry);
+    }
+    if !chunk.is_empty() {
+        flush(&mut chunk, &mut held);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsgate_backup::{BackupRef, PruneReason};
+
+    fn pruned(i: usize, path_len: usize) -> PrunedVersion {
+        PrunedVersion {
+            backup: BackupRef {
+                id: format!("v{i}"),
+                rel_path: "p".repeat(path_len),
+                ts: "2026-11-29T08:00:00.000000000Z".into(),
+                sha256: "0".repeat(64),
+                size: 10,
+                original: false,
+                mode: None,
+            },
+            reason: PruneReason::MaxTotalBytes,
+        }
+    }
+
+    /// A pass that removed many versions is recorded in several records, in order, none
+    /// past its count or size, together naming every version and byte once.
+    #[test]
+    fn a_large_prune_is_recorded_in_bounded_records() {
+        for (n, path_len, want_records) in [(0, 1, 0), (3, 1, 1), (2500, 1, 3), (300, 4000, 5)] {
+            let removed: Vec<PrunedVersion> = (0..n).map(|i| pruned(i, path_len)).collect();
+            let records = prune_records(&removed);
+            assert_eq!(
+                records.len(),
+                want_records,
+                "{n} versions, paths of {path_len}"
+            );
+            let mut ids = Vec::new();
+            for d in &records {
+                let list = d["removed"].as_array().expect("removed");
+                assert!(list.len() <= PRUNED_PER_RECORD);
+                let json = serde_json::to_vec(d).expect("json");
+                assert!(
+                    json.len() <= PRUNE_RECORD_BYTES + 1024,
+                    "{} bytes",
+                    json.len()
+                );
+                assert_eq!(d["removedBytes"], 10 * list.len() as u64);
+                ids.extend(
+                    list.iter()
+                        .map(|e| e["backup"]["id"].as_str().unwrap().to_owned()),
+                );
+            }
+            let want: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+            assert_eq!(ids, want);
+        }
     }
 }

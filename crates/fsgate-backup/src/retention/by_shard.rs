@@ -1,0 +1,104 @@
+//! The pass over a store of one-file versions, one shard at a time: every version of a
+//! path lies in its path's shard, so `keep_versions` and `max_age` need no more, and
+//! the pass holds one shard's records, not the store's. The byte budget orders the
+//! whole store; it takes a second pass, only when the store is over it, which keeps a
+//! version's time, size and name alone.
+
+use std::collections::HashSet;
+
+use time::OffsetDateTime;
+
+use super::report::{PruneReason, PruneReport, PrunedVersion};
+use super::{Room, by_path, choose, count_over_budget, protected};
+use crate::config::Retention;
+use crate::error::BackupError;
+use crate::layout;
+use crate::scan::Incomplete;
+use crate::store::{BackupStore, Place};
+
+/// A version the byte budget may remove, as the second pass keeps it.
+struct Candidate {
+    at: OffsetDateTime,
+    stored: u64,
+    shard: String,
+    name: String,
+}
+
+impl BackupStore {
+    /// `keep_versions` and `max_age` shard by shard, then the byte budget if the store
+    /// is over it (with `room`).
+    pub(super) fn prune_by_shard(
+        &self,
+        now: OffsetDateTime,
+        room: Room,
+        report: &mut PruneReport,
+    ) -> Result<Vec<Incomplete>, BackupError> {
+        let local = Retention {
+            max_total_bytes: None,
+            ..self.retention
+        };
+        let incomplete = self.visit_shards(&|_| true, &mut |versions| {
+            let doomed = choose(&versions, local, now, Room::default());
+            self.remove_doomed(&versions, doomed, report)
+        })?;
+        if let Some(budget) = self.retention.max_total_bytes
+            && report
+                .kept_bytes
+                .saturating_add(room.need)
+                .saturating_add(room.headroom)
+                > budget
+        {
+            self.prune_oldest(budget, room, report)?;
+        }
+        Ok(incomplete)
+    }
+
+    /// The byte budget: the oldest versions that are not a file's newest or newest
+    /// original, as many as [`count_over_budget`] says, each read again (it names the
+    /// version in the report; one gone meanwhile is skipped).
+    fn prune_oldest(
+        &self,
+        budget: u64,
+        room: Room,
+        report: &mut PruneReport,
+    ) -> Result<(), BackupError> {
+        let mut candidates: Vec<Candidate> = Vec::new();
+        self.visit_shards(&|_| true, &mut |versions| {
+            let kept: HashSet<usize> = protected(&by_path(&versions), &versions);
+            let removable = versions
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| !kept.contains(i));
+            for (_, v) in removable {
+                if let Place::Packed { shard } = v.place {
+                    let name = layout::packed_name(&v.dir, &v.stem);
+                    let (at, stored) = (v.at, v.meta.stored.unwrap_or(v.meta.size));
+                    candidates.push(Candidate {
+                        at,
+                        stored,
+                        shard,
+                        name,
+                    });
+                }
+            }
+            Ok(())
+        })?;
+        candidates.sort_by_key(|c| c.at);
+        let sizes: Vec<u64> = candidates.iter().map(|c| c.stored).collect();
+        let n = count_over_budget(&sizes, report.kept_bytes, budget, room);
+        for c in &candidates[..n] {
+            let Some(v) = self.reread(&c.shard, &c.name)? else {
+                continue;
+            };
+            if self.remove_version(&v)? {
+                report.kept_versions = report.kept_versions.saturating_sub(1);
+                report.kept_bytes = report.kept_bytes.saturating_sub(v.stored());
+                report.removed.push(PrunedVersion {
+                    backup: v.to_ref(),
+                    reason: PruneReason::MaxTotalBytes,
+                });
+            }
+        }
+        Ok(())
+    }
+}
