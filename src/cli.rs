@@ -148,6 +148,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let gateway = Arc::new(opened.gateway);
+    gateway.prune_backups_in_background();
     let runtime = match args.transport {
         Transport::Mcp | Transport::Acp => stdio_runtime(),
         Transport::Ws | Transport::Http => runtime(),

@@ -232,9 +232,9 @@ pub fn confine(
     {
         tracing::error!("{e}");
     }
-    // Changes a crash interrupted are settled before anything is served.
+    // Changes a crash interrupted are settled before anything is served. Retention
+    // runs beside the serving: `Gateway::prune_backups_in_background`.
     gw.reconcile()?;
-    gw.prune_backups();
     Ok(status)
 }
 
@@ -291,6 +291,8 @@ fn sandbox_plan(
 pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
     let shown = Value::Object(details.clone());
     tracing::info!(details = %shown, "stopping");
+    // What the start-up's retention pass removed is recorded before the `stop`.
+    gw.finish_background_prune();
     if let Some(a) = gw.audit()
         && let Err(e) = a.close_with(details)
     {

@@ -361,6 +361,55 @@ fn restore_puts_an_older_version_back_backs_up_the_current_and_is_audited() {
     assert_eq!(verify_exit(&g.audit_log), 0);
 }
 
+/// The start-up's retention pass runs beside the serving: a request sent at once is
+/// answered and recorded while the pass still reads a large store (60,000 files it
+/// must open, as a store of that many versions makes it), and what the pass removed is
+/// recorded before the `stop`.
+#[test]
+fn the_start_ups_retention_pass_does_not_hold_the_first_request() {
+    let policy = |extra: &str| policy_with(10 << 20, 10 << 20, "deny", extra);
+    let mut g = Gate::with_policy(&policy(""));
+    g.put("k.txt", "k0\n");
+    for n in 1..=3 {
+        let content = format!("k{n}\n");
+        g.ok(
+            "fs/write_text_file",
+            json!({"path": g.abs("k.txt"), "content": content}),
+        );
+    }
+    stop(&mut g);
+    let versions = backup_dir(&g).join("versions");
+    for i in 0..60_000u32 {
+        let shard = versions.join(format!("{:02x}", i % 256));
+        std::fs::create_dir_all(&shard).expect("shard");
+        let name = format!("junk{i}.txt@20261129T000000.000000000Z.backup");
+        std::fs::write(shard.join(name), "x").expect("an incomplete version");
+    }
+    std::fs::write(
+        g.state.join("policy.toml"),
+        policy("\n[backup]\nkeep_versions = 1\n"),
+    )
+    .expect("policy");
+
+    let mut g = Gate::relaunch(g);
+    g.ok("fs/read_text_file", json!({"path": g.abs("k.txt")}));
+    stop(&mut g);
+    let all = records(&g);
+    let seq = |what: &dyn Fn(&Value) -> bool| {
+        let found = all.iter().rev().find(|r| what(r));
+        found.and_then(|r| r["seq"].as_u64()).expect("a record")
+    };
+    let read = seq(&|r| r["kind"] == "request" && r["op"] == "read_text_file");
+    let pruned = seq(&|r| r["kind"] == "backup-prune");
+    let stopped = seq(&|r| r["kind"] == "stop");
+    assert!(
+        read < pruned && pruned < stopped,
+        "read {read}, prune {pruned}, stop {stopped}"
+    );
+    // The newest version and the session original are kept.
+    assert_eq!(list(&g, Some("k.txt")).len(), 2, "keep_versions = 1");
+}
+
 #[test]
 fn keep_versions_prunes_old_backups_at_restart_and_logs_it() {
     let policy = policy_with(

@@ -71,6 +71,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let denials = fsgate_sandbox::denied::Denials::default();
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
+    gateway.prune_backups_in_background();
     let view = match acp_view::AgentView::serve(pending, &mut child, &gateway) {
         Ok(v) => v,
         Err(code) => return code,

@@ -103,6 +103,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     opened.announce_locations();
     let undo = view_host::undo_line(&opened.gateway, opened.audit_log_path(), &config);
     let gateway = Arc::new(opened.gateway);
+    gateway.prune_backups_in_background();
     let asks = asks_socket.and_then(|s| answer_asks(&gateway, &session, s));
     let run = Run {
         child: &mut child,

@@ -27,10 +27,12 @@ impl BackupStore {
         if let Some(room) = self.try_reserve(want, budget)? {
             return Ok(room);
         }
-        // Room for the next saves too: at its budget, a store that freed only `want`
+        // Room for the saves in flight (the pass counts what is on disk) and for the
+        // next saves too: at its budget, a store that freed only what this save needs
         // would read every record again on every later save.
+        let in_flight = self.lock_quota().in_flight;
         let report = self.prune_reserving(Room {
-            need: want,
+            need: want.saturating_add(in_flight),
             headroom: budget / HEADROOM_DIVISOR,
         })?;
         if !report.removed.is_empty() {
@@ -58,10 +60,7 @@ impl BackupStore {
         let known = self.lock_quota().committed;
         let committed = match known {
             Some(c) => c,
-            None => {
-                let total = self.stored_total()?;
-                *self.lock_quota().committed.get_or_insert(total)
-            }
+            None => self.count_committed()?,
         };
         let mut q = self.lock_quota();
         let used = committed.saturating_add(q.in_flight);
@@ -70,6 +69,20 @@ impl BackupStore {
         }
         q.in_flight += want;
         Ok(Some(budget - used))
+    }
+
+    /// The store's bytes, counted once: by a pass over the whole store running now (the
+    /// start-up's runs beside the serving), else here.
+    fn count_committed(&self) -> Result<u64, BackupError> {
+        let _pass = self.pass.lock().unwrap_or_else(|p| p.into_inner());
+        let counted = self.lock_quota().committed;
+        match counted {
+            Some(c) => Ok(c),
+            None => {
+                let total = self.stored_total()?;
+                Ok(*self.lock_quota().committed.get_or_insert(total))
+            }
+        }
     }
 
     /// Ends a reservation of `want` bytes; `stored` is what the saved version holds.

@@ -27,9 +27,10 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
 const HEADROOM_MAX_VERSIONS: usize = 256;
 
 /// What a prune makes room for under the byte budget: `need` bytes that must fit, and
-/// `headroom` bytes more that it frees if it can, so the saves after it find room
-/// (oldest first; at most `HEADROOM_MAX_VERSIONS` versions and a sixteenth of what the
-/// removable versions hold, so that a store of little history keeps most of it).
+/// `headroom` bytes more that it frees if it can, so the saves after it find room. For
+/// the headroom it removes the oldest versions until it fits, or until
+/// `HEADROOM_MAX_VERSIONS` more are gone, or until a sixteenth of what the removable
+/// versions held fits: a store of little history keeps most of it.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Room {
     pub(crate) need: u64,
@@ -114,6 +115,7 @@ impl BackupStore {
     }
 
     fn prune_with(&self, now: OffsetDateTime, room: Room) -> Result<PruneReport, BackupError> {
+        let _pass = self.pass.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = PruneReport::default();
         let incomplete = match self.legacy {
             Some(_) => self.prune_whole(now, room, &mut report)?,
@@ -228,14 +230,15 @@ fn choose(
     room: Room,
 ) -> Vec<(usize, PruneReason)> {
     let lists = by_path(versions);
-    let kept = protected(&lists, versions);
+    let protected = protected(&lists, versions);
     let mut doomed: Vec<(usize, PruneReason)> = Vec::new();
     let age_cutoff = rules.max_age.map(|age| now - age);
     for list in lists.values() {
         for (rank, &i) in list.iter().enumerate() {
             let reason = if age_cutoff.is_some_and(|cut| versions[i].at < cut) {
                 Some(PruneReason::MaxAge)
-            } else if rules.keep_versions.is_some_and(|k| rank >= k as usize) && !kept.contains(&i)
+            } else if rules.keep_versions.is_some_and(|k| rank >= k as usize)
+                && !protected.contains(&i)
             {
                 Some(PruneReason::KeepVersions)
             } else {
@@ -253,7 +256,7 @@ fn choose(
             .map(|i| versions[i].stored())
             .sum();
         let mut candidates: Vec<usize> = (0..versions.len())
-            .filter(|i| !gone.contains(i) && !kept.contains(i))
+            .filter(|i| !gone.contains(i) && !protected.contains(i))
             .collect();
         candidates.sort_by(|&a, &b| versions[a].at.cmp(&versions[b].at));
         let sizes: Vec<u64> = candidates.iter().map(|&i| versions[i].stored()).collect();
@@ -579,6 +582,31 @@ mod tests {
         let left = store.list(None).expect("list");
         assert_eq!(report.kept_versions, left.len());
         assert_eq!(report.kept_bytes, left.iter().map(|v| v.size).sum::<u64>());
+    }
+
+    /// Two passes for room at once (two saves at the quota) leave the store's count as
+    /// the disk has it: a version the other pass removed is not counted as kept.
+    #[test]
+    fn passes_for_room_at_once_keep_the_count_true() {
+        let settings = BackupSettings {
+            max_total_bytes: Some(20_000),
+            ..Default::default()
+        };
+        let (_tmp, store) = many_versions(&settings, 1500);
+        let room = Room {
+            need: 100,
+            headroom: 2_000,
+        };
+        std::thread::scope(|s| {
+            let a = s.spawn(|| store.prune_reserving(room).expect("prune"));
+            let b = s.spawn(|| store.prune_reserving(room).expect("prune"));
+            for pass in [a, b] {
+                pass.join().expect("pass");
+            }
+        });
+        let counted = store.lock_quota().committed;
+        assert_eq!(counted, Some(store.stored_total().expect("count")));
+        assert!(counted.is_some_and(|c| c + 100 <= 20_000), "{counted:?}");
     }
 
     /// The pass holds one shard's records at a time, not the store's.

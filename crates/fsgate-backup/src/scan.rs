@@ -196,7 +196,11 @@ impl BackupStore {
     /// The data bytes of every complete version, counted one shard at a time.
     pub(crate) fn stored_total(&self) -> Result<u64, BackupError> {
         let all = |_: &str| true;
-        let mut total: u64 = self.scan_legacy(&all)?.iter().map(Version::stored).sum();
+        let legacy = self.scan_legacy(&all)?;
+        let mut total = legacy
+            .iter()
+            .map(Version::stored)
+            .fold(0, u64::saturating_add);
         self.visit_shards(&all, &mut |versions| {
             total = versions
                 .iter()

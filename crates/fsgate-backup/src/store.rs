@@ -64,6 +64,9 @@ pub struct BackupStore {
     layout_durable: AtomicBool,
     /// When the last pass over the whole store ran, and what it found.
     pub(crate) sweep: Mutex<Sweep>,
+    /// Held by a pass over the whole store while it runs: a save that must count the
+    /// store's bytes waits for the pass's count rather than read every record again.
+    pub(crate) pass: Mutex<()>,
     /// Devices whose files cannot be cloned into the store (no `FICLONE` tried again).
     no_clone: NoClone,
     /// False once an unnamed file made in `versions/` could not be linked into a shard

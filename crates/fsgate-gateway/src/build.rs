@@ -69,6 +69,44 @@ impl Gateway {
         self.saver().prune_backups();
     }
 
+    /// [`prune_backups`](Self::prune_backups) on a thread of its own: the start-up's
+    /// pass reads every version's record (seconds for a large store whose records the
+    /// kernel has not cached), and serving need not wait for it. A save meanwhile that
+    /// needs the store's byte count waits for the pass to give it. Call
+    /// [`finish_background_prune`](Self::finish_background_prune) before the log is
+    /// closed, so that what the pass removed is recorded.
+    pub fn prune_backups_in_background(self: &Arc<Self>) {
+        if self.backups.is_none() {
+            return;
+        }
+        let gw = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("backup-prune".into())
+            .spawn(move || gw.prune_backups());
+        match spawned {
+            Ok(handle) => *self.lock_start_pass() = Some(handle),
+            Err(e) => {
+                tracing::warn!("backup retention: no thread for it ({e}); running it now");
+                self.prune_backups();
+            }
+        }
+    }
+
+    /// Waits for the pass [`prune_backups_in_background`](Self::prune_backups_in_background)
+    /// started, if it is still running.
+    pub fn finish_background_prune(&self) {
+        let handle = self.lock_start_pass().take();
+        if let Some(handle) = handle
+            && handle.join().is_err()
+        {
+            tracing::error!("backup retention: its thread panicked");
+        }
+    }
+
+    fn lock_start_pass(&self) -> std::sync::MutexGuard<'_, Option<std::thread::JoinHandle<()>>> {
+        self.start_pass.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Adds a fact to `initialize`'s `_meta.fsgate`.
     pub fn set_meta(&self, key: &str, value: Value) {
         if let Ok(mut m) = self.meta.write() {

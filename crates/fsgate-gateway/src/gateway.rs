@@ -40,6 +40,9 @@ pub struct Gateway {
     /// over the whole store runs at most every [`PRUNE_EVERY`](crate::rules::PRUNE_EVERY) saves (see
     /// `BackupStore::sweep_due`), so a long-running gateway keeps to the policy's limits.
     pub(crate) saves: std::sync::atomic::AtomicU64,
+    /// The start-up's retention pass, running on a thread of its own (see
+    /// `prune_backups_in_background`).
+    pub(crate) start_pass: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// "Allow for this session" answers to `ask` rules.
     pub(crate) grants: Arc<Grants>,
     /// The git work tree changes are staged in (`[vcs] stage`), found at start.
@@ -110,6 +113,7 @@ impl Gateway {
             audit: None,
             backups: None,
             saves: std::sync::atomic::AtomicU64::new(0),
+            start_pass: std::sync::Mutex::new(None),
             grants: Arc::default(),
             vcs: None,
             writing: Arc::default(),

@@ -1,8 +1,8 @@
 //! The pass over a store of one-file versions, one shard at a time: every version of a
 //! path lies in its path's shard, so `keep_versions` and `max_age` need no more, and
 //! the pass holds one shard's records, not the store's. The byte budget orders the
-//! whole store; it takes a second pass, only when the store is over it, which keeps a
-//! version's time, size and name alone.
+//! whole store; it takes a second pass, only when the store is over it, which keeps
+//! each removable version's time, size, shard and name (a few dozen bytes) alone.
 
 use std::collections::HashSet;
 
@@ -87,12 +87,14 @@ impl BackupStore {
         let sizes: Vec<u64> = candidates.iter().map(|c| c.stored).collect();
         let n = count_over_budget(&sizes, report.kept_bytes, budget, room);
         for c in &candidates[..n] {
+            // Gone either way: removed here, or meanwhile by another prune (which
+            // reports it). The count of what is kept drops all the same.
+            report.kept_versions = report.kept_versions.saturating_sub(1);
+            report.kept_bytes = report.kept_bytes.saturating_sub(c.stored);
             let Some(v) = self.reread(&c.shard, &c.name)? else {
                 continue;
             };
             if self.remove_version(&v)? {
-                report.kept_versions = report.kept_versions.saturating_sub(1);
-                report.kept_bytes = report.kept_bytes.saturating_sub(v.stored());
                 report.removed.push(PrunedVersion {
                     backup: v.to_ref(),
                     reason: PruneReason::MaxTotalBytes,

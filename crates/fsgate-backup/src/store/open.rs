@@ -61,6 +61,7 @@ impl BackupStore {
             // ended before its first backup.
             layout_durable: AtomicBool::new(false),
             sweep: Mutex::new(Sweep::default()),
+            pass: Mutex::new(()),
             no_clone: NoClone::default(),
             spares: AtomicBool::new(true),
             location: dir.to_path_buf(),
