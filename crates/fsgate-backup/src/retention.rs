@@ -585,7 +585,9 @@ mod tests {
     }
 
     /// Two passes for room at once (two saves at the quota) leave the store's count as
-    /// the disk has it: a version the other pass removed is not counted as kept.
+    /// the disk has it. The store runs them one after the other (its pass lock); without
+    /// that lock, a version the other pass removed must still not be counted as kept
+    /// (this test failed so, before that was fixed).
     #[test]
     fn passes_for_room_at_once_keep_the_count_true() {
         let settings = BackupSettings {
@@ -607,6 +609,36 @@ mod tests {
         let counted = store.lock_quota().committed;
         assert_eq!(counted, Some(store.stored_total().expect("count")));
         assert!(counted.is_some_and(|c| c + 100 <= 20_000), "{counted:?}");
+    }
+
+    /// A FIFO named as a version (put in the store by hand) neither holds a pass nor
+    /// counts as a version.
+    #[test]
+    fn a_fifo_in_a_shard_does_not_hold_the_pass() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        save_str(&store, "a.txt", "a", t(0));
+        let shard = store
+            .location()
+            .join("versions")
+            .join(layout::shard("b.txt"));
+        std::fs::create_dir_all(&shard).expect("shard");
+        let name = layout::packed_name(&layout::dir_name("b.txt"), "20231114T221320.000000000Z");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            shard.join(name),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        // Not scoped: a pass held for good must fail the test, not hang it.
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _keep = _tmp;
+            let _ = done.send(store.prune().map(|r| r.kept_versions));
+        });
+        let kept = wait.recv_timeout(Duration::from_secs(10));
+        assert_eq!(kept.expect("the pass ended").expect("prune"), 1);
     }
 
     /// The pass holds one shard's records at a time, not the store's.

@@ -236,6 +236,16 @@ impl BackupStore {
     }
 }
 
+/// Opens `name` in `dir` for reading without blocking: a FIFO put in the store must not
+/// hold a pass over it (it reads as an incomplete version).
+pub(crate) fn open_nonblocking(dir: &Dir, name: &str) -> io::Result<File> {
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.read(true);
+    let nonblock = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+    cap_std::fs::OpenOptionsExt::custom_flags(&mut opts, nonblock);
+    dir.open_with(name, &opts)
+}
+
 /// Reads and checks the one-file version `name` in shard `shard`.
 fn read_packed(dir: &Dir, shard: &str, name: &str) -> Found {
     let Some((dir_name, stem)) = layout::parse_packed_name(name) else {
@@ -246,7 +256,7 @@ fn read_packed(dir: &Dir, shard: &str, name: &str) -> Found {
         id: id.clone(),
         reason,
     };
-    let file = match dir.open(name) {
+    let file = match open_nonblocking(dir, name) {
         Ok(f) => f,
         // Pruned meanwhile: nothing to list (and nothing a leftover sweep can remove).
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Found::Incomplete,

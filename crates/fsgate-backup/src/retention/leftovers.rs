@@ -95,7 +95,7 @@ impl BackupStore {
 /// no lock on it, it is still incomplete once locked, and it is older than `cutoff`.
 fn abandoned(dir: &cap_std::fs::Dir, name: &str, cutoff: std::time::SystemTime) -> bool {
     use rustix::fs::{FlockOperation, flock};
-    let Ok(file) = dir.open(name) else {
+    let Ok(file) = crate::scan::open_nonblocking(dir, name) else {
         return false;
     };
     if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
