@@ -393,19 +393,23 @@ fn a_deferred_start_checkpoint_never_started_leaves_the_shutdown_one() {
     assert_eq!((cp.seq, cp.kind.as_str()), (2, "shutdown"));
 }
 
+/// An `intent` record announcing a write of `path`.
+fn intent(path: &str) -> AuditEvent {
+    AuditEvent {
+        kind: "intent".into(),
+        op: "write_text_file".into(),
+        path: Some(path.into()),
+        decision: "allow".into(),
+        ..Default::default()
+    }
+}
+
 /// Open intents are found from the newest start on, among many unrelated records: one
 /// closed by its outcome is not reported, one left open is, also after another start
 /// that carried it.
 #[test]
 fn open_intents_are_found_past_many_records_and_starts() {
     let (_d, path) = temp_log();
-    let intent = |p: &str| AuditEvent {
-        kind: "intent".into(),
-        op: "write_text_file".into(),
-        path: Some(p.into()),
-        decision: "allow".into(),
-        ..Default::default()
-    };
     {
         let log = open(&path, &settings(FsyncMode::Never));
         let closed = log.append(intent("closed.txt")).unwrap().seq;
@@ -567,13 +571,6 @@ fn a_start_after_a_long_session_holds_one_file_at_a_time() {
     let s = AuditSettings {
         max_file_bytes: Some(file_bytes),
         ..settings(FsyncMode::Never)
-    };
-    let intent = |p: &str| AuditEvent {
-        kind: "intent".into(),
-        op: "write_text_file".into(),
-        path: Some(p.into()),
-        decision: "allow".into(),
-        ..Default::default()
     };
     {
         let log = open(&path, &s);
