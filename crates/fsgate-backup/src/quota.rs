@@ -56,11 +56,6 @@ impl BackupStore {
 
     /// Reserves `want` if it fits: Some(room for this copy), else None.
     fn try_reserve(&self, want: u64, budget: u64) -> Result<Option<u64>, BackupError> {
-        if self.retention.max_total_bytes.is_none() {
-            // No quota: nothing to count the store for (nor to wait for a pass).
-            self.lock_quota().in_flight += want;
-            return Ok(Some(u64::MAX));
-        }
         // Not `match self.lock_quota().committed`: the guard would live through the arms.
         let known = self.lock_quota().committed;
         let committed = match known {
