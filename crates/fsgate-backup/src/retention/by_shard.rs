@@ -66,18 +66,16 @@ impl BackupStore {
         self.visit_shards(&|_| true, &mut |versions| {
             let kept: HashSet<usize> = protected(&by_path(&versions), &versions);
             let removable = versions
-                .into_iter()
+                .iter()
                 .enumerate()
                 .filter(|(i, _)| !kept.contains(i));
             for (_, v) in removable {
-                if let Place::Packed { shard } = v.place {
-                    let name = layout::packed_name(&v.dir, &v.stem);
-                    let (at, stored) = (v.at, v.meta.stored.unwrap_or(v.meta.size));
+                if let Place::Packed { shard } = &v.place {
                     candidates.push(Candidate {
-                        at,
-                        stored,
-                        shard,
-                        name,
+                        at: v.at,
+                        stored: v.stored(),
+                        shard: shard.clone(),
+                        name: layout::packed_name(&v.dir, &v.stem),
                     });
                 }
             }
