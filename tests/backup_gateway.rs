@@ -361,12 +361,10 @@ fn restore_puts_an_older_version_back_backs_up_the_current_and_is_audited() {
     assert_eq!(verify_exit(&g.audit_log), 0);
 }
 
-/// The start-up's retention pass runs beside the serving: a request sent at once is
-/// answered and recorded while the pass still reads a large store (60,000 files it
-/// must open, as a store of that many versions makes it), and what the pass removed is
-/// recorded before the `stop`.
-#[test]
-fn the_start_ups_retention_pass_does_not_hold_the_first_request() {
+/// A gateway whose store holds `k.txt`'s three versions (the session original among
+/// them) and 60,000 files the pass must open (as a store of that many versions makes
+/// it), spread over every shard, with `keep_versions = 1` in force from now on.
+fn gate_with_a_large_store() -> Gate {
     let policy = |extra: &str| policy_with(10 << 20, 10 << 20, "deny", extra);
     let mut g = Gate::with_policy(&policy(""));
     g.put("k.txt", "k0\n");
@@ -390,18 +388,43 @@ fn the_start_ups_retention_pass_does_not_hold_the_first_request() {
         policy("\n[backup]\nkeep_versions = 1\n"),
     )
     .expect("policy");
+    g
+}
 
+/// Waits until the audit log holds a record of `kind` (the log is read as it grows:
+/// a line still being written is not parsed).
+fn wait_for_record(g: &Gate, kind: &str) {
+    let needle = format!("\"kind\":\"{kind}\"");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while !std::fs::read_to_string(&g.audit_log).is_ok_and(|t| t.contains(&needle)) {
+        assert!(std::time::Instant::now() < deadline, "no `{kind}` record");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The seq of the last record `what` accepts.
+fn last_seq(all: &[Value], what: &dyn Fn(&Value) -> bool) -> u64 {
+    let found = all.iter().rev().find(|r| what(r));
+    found.and_then(|r| r["seq"].as_u64()).expect("a record")
+}
+
+/// The start-up's retention pass runs beside the serving: a request sent at once is
+/// answered and recorded while the pass still reads a large store, and what the pass
+/// removed is recorded before the `stop`.
+#[test]
+fn the_start_ups_retention_pass_does_not_hold_the_first_request() {
+    let g = gate_with_a_large_store();
     let mut g = Gate::relaunch(g);
     g.ok("fs/read_text_file", json!({"path": g.abs("k.txt")}));
+    // Stopped now, the pass would end after the shard it is in (the next test).
+    wait_for_record(&g, "backup-prune");
     stop(&mut g);
     let all = records(&g);
-    let seq = |what: &dyn Fn(&Value) -> bool| {
-        let found = all.iter().rev().find(|r| what(r));
-        found.and_then(|r| r["seq"].as_u64()).expect("a record")
-    };
-    let read = seq(&|r| r["kind"] == "request" && r["op"] == "read_text_file");
-    let pruned = seq(&|r| r["kind"] == "backup-prune");
-    let stopped = seq(&|r| r["kind"] == "stop");
+    let read = last_seq(&all, &|r| {
+        r["kind"] == "request" && r["op"] == "read_text_file"
+    });
+    let pruned = last_seq(&all, &|r| r["kind"] == "backup-prune");
+    let stopped = last_seq(&all, &|r| r["kind"] == "stop");
     assert!(
         read < pruned && pruned < stopped,
         "read {read}, prune {pruned}, stop {stopped}"
@@ -410,6 +433,36 @@ fn the_start_ups_retention_pass_does_not_hold_the_first_request() {
     assert_eq!(list(&g, Some("k.txt")).len(), 2, "keep_versions = 1");
 }
 
+/// A stop while the start-up's pass reads a large store ends the pass after the shard
+/// it is in, rather than waiting for the whole store: the store then names the shard
+/// the pass did not reach, and the next start's pass begins there and goes round.
+#[test]
+fn a_stop_cuts_the_start_ups_pass_short_and_the_next_start_goes_on() {
+    let g = gate_with_a_large_store();
+    let noted = backup_dir(&g).join("RETENTION-NEXT");
+    let mut g = Gate::relaunch(g);
+    stop(&mut g);
+    let shard = std::fs::read_to_string(&noted).expect("the pass was cut short");
+    let shard = shard.trim_end();
+    assert!(
+        shard.len() == 2 && u8::from_str_radix(shard, 16).is_ok(),
+        "{shard:?}"
+    );
+    let all = records(&g);
+    let stopped = last_seq(&all, &|r| r["kind"] == "stop");
+    let mut pruned = all.iter().filter(|r| r["kind"] == "backup-prune");
+    assert!(pruned.all(|r| r["seq"].as_u64() < Some(stopped)));
+
+    // Whichever pass reaches `k.txt`'s shard prunes it; the next one goes round.
+    let mut g = Gate::relaunch(g);
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while list(&g, Some("k.txt")).len() > 2 {
+        assert!(std::time::Instant::now() < deadline, "k.txt was not pruned");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    stop(&mut g);
+    assert_eq!(verify_exit(&g.audit_log), 0);
+}
 #[test]
 fn keep_versions_prunes_old_backups_at_restart_and_logs_it() {
     let policy = policy_with(

@@ -33,6 +33,8 @@ pub(crate) const FILES_DIR: &str = "files";
 pub(crate) const VERSIONS_DIR: &str = "versions";
 /// Marker file naming the layout version.
 pub(crate) const FORMAT_FILE: &str = "FORMAT";
+/// The shard the next pass over the store starts at, written by a pass cut short.
+pub(crate) const RESUME_FILE: &str = "RETENTION-NEXT";
 /// Contents of [`FORMAT_FILE`].
 pub(crate) const FORMAT_TEXT: &str = "fsgate-backups 2\n";
 /// Contents of [`FORMAT_FILE`] in a store of layout 1 (upgraded when opened).

@@ -4,9 +4,11 @@
 mod by_shard;
 mod leftovers;
 pub(crate) mod report;
+mod resume;
 
 use std::collections::{BTreeMap, HashSet};
 use std::io;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
@@ -44,6 +46,15 @@ impl BackupStore {
     /// only removes crash leftovers.
     pub fn prune(&self) -> Result<PruneReport, BackupError> {
         self.prune_at(OffsetDateTime::now_utc())
+    }
+
+    /// [`prune`](Self::prune), ending between two shards once `stop` is set (after one
+    /// shard at least): the start-up's pass, cut short when the gateway stops rather
+    /// than held to its end. Its report then says so (`stopped`), and the next pass
+    /// starts at the shard this one did not reach (`resume.rs`), so that passes cut short
+    /// still go round the whole store.
+    pub fn prune_until(&self, stop: &AtomicBool) -> Result<PruneReport, BackupError> {
+        self.prune_pass(OffsetDateTime::now_utc(), Room::default(), Some(stop))
     }
 
     /// [`prune`](Self::prune) with the clock given.
@@ -115,20 +126,32 @@ impl BackupStore {
     }
 
     fn prune_with(&self, now: OffsetDateTime, room: Room) -> Result<PruneReport, BackupError> {
+        self.prune_pass(now, room, None)
+    }
+
+    fn prune_pass(
+        &self,
+        now: OffsetDateTime,
+        room: Room,
+        stop: Option<&AtomicBool>,
+    ) -> Result<PruneReport, BackupError> {
         let _pass = self.pass.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = PruneReport::default();
         let incomplete = match self.legacy {
             Some(_) => self.prune_whole(now, room, &mut report)?,
-            None => self.prune_by_shard(now, room, &mut report)?,
+            None => self.prune_by_shard(now, (room, stop), &mut report)?,
         };
-        self.lock_quota().committed = Some(report.kept_bytes);
-        if let Ok(mut s) = self.sweep.lock() {
-            s.versions = report.kept_versions as u64;
+        // A pass cut short counted part of the store: the count is left to be made.
+        if !report.stopped {
+            self.lock_quota().committed = Some(report.kept_bytes);
+            if let Ok(mut s) = self.sweep.lock() {
+                s.versions = report.kept_versions as u64;
+            }
+            report.over_budget = self
+                .retention
+                .max_total_bytes
+                .is_some_and(|b| report.kept_bytes > b);
         }
-        report.over_budget = self
-            .retention
-            .max_total_bytes
-            .is_some_and(|b| report.kept_bytes > b);
         report.leftovers_removed =
             self.remove_legacy_leftovers(now)? + self.remove_incomplete(&incomplete, now);
         if !report.removed.is_empty() {

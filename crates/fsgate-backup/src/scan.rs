@@ -4,6 +4,7 @@
 mod legacy;
 
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cap_std::fs::{Dir, File};
 
@@ -16,6 +17,34 @@ use legacy::read_sidecar;
 /// A file in a shard that is not a complete version (being written, or a crash's
 /// leftover): `(shard, name)`.
 pub(crate) type Incomplete = (String, String);
+
+/// The way a visit goes through the shards: in name order from `from` (the first shard
+/// at or after it, on round to the one before), or from the first without it; with
+/// `stop`, it ends before the next shard once that is set, having visited one at least.
+#[derive(Debug, Default)]
+pub(crate) struct Course<'a> {
+    pub(crate) from: Option<String>,
+    pub(crate) stop: Option<&'a AtomicBool>,
+}
+
+impl Course<'_> {
+    /// Puts `shards` in the order this course visits them.
+    fn order(&self, shards: &mut [String]) {
+        shards.sort_unstable();
+        if let Some(from) = &self.from {
+            let first = shards.partition_point(|s| s < from);
+            shards.rotate_left(first);
+        }
+    }
+}
+
+/// What a visit found: the files found incomplete, and, when its course's stop ended
+/// it early, the first shard it did not visit.
+#[derive(Debug, Default)]
+pub(crate) struct Visited {
+    pub(crate) incomplete: Vec<Incomplete>,
+    pub(crate) stopped_before: Option<String>,
+}
 
 /// What one version file turned out to be.
 enum Found {
@@ -162,35 +191,65 @@ impl BackupStore {
         wanted: &dyn Fn(&str) -> bool,
         each: &mut dyn FnMut(Vec<Version>) -> Result<(), BackupError>,
     ) -> Result<Vec<Incomplete>, BackupError> {
-        let mut incomplete = Vec::new();
-        for shard in names(&self.versions, VERSIONS_DIR)? {
-            if !layout::is_shard_name(&shard) {
-                continue;
+        let whole = Course::default();
+        Ok(self.visit_shards_on(wanted, &whole, each)?.incomplete)
+    }
+
+    /// [`visit_shards`](Self::visit_shards) along `course`: from its shard on, ending
+    /// early once its stop is set.
+    pub(crate) fn visit_shards_on(
+        &self,
+        wanted: &dyn Fn(&str) -> bool,
+        course: &Course<'_>,
+        each: &mut dyn FnMut(Vec<Version>) -> Result<(), BackupError>,
+    ) -> Result<Visited, BackupError> {
+        let mut shards: Vec<String> = names(&self.versions, VERSIONS_DIR)?
+            .into_iter()
+            .filter(|s| layout::is_shard_name(s))
+            .collect();
+        course.order(&mut shards);
+        let mut visited = Visited::default();
+        for (i, shard) in shards.iter().enumerate() {
+            if i > 0 && course.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                visited.stopped_before = Some(shard.clone());
+                break;
             }
-            let Some(dir) = self.shard_dir(&shard)? else {
+            let Some(dir) = self.shard_dir(shard)? else {
                 continue;
             };
-            let mut out = Vec::new();
-            for name in names(&dir, &shard)? {
-                let Some((dir_name, _)) = layout::parse_packed_name(&name) else {
-                    continue;
-                };
-                // Plain names decode to their path, so unwanted ones are skipped unread.
-                if layout::decode_dir_name(dir_name).is_some_and(|p| !wanted(&p)) {
-                    continue;
-                }
-                match read_packed(&dir, &shard, &name) {
-                    Found::Version(v) if wanted(&v.meta.path) => out.push(*v),
-                    Found::Version(_) => {}
-                    Found::Incomplete => incomplete.push((shard.clone(), name)),
-                    Found::Damaged(e) => {
-                        tracing::warn!(error = %e, "backup store: skipping damaged version");
-                    }
+            each(self.read_shard(&dir, shard, wanted, &mut visited.incomplete)?)?;
+        }
+        Ok(visited)
+    }
+
+    /// The complete versions in `shard` whose path `wanted` accepts; its incomplete
+    /// files are added to `incomplete`.
+    fn read_shard(
+        &self,
+        dir: &Dir,
+        shard: &str,
+        wanted: &dyn Fn(&str) -> bool,
+        incomplete: &mut Vec<Incomplete>,
+    ) -> Result<Vec<Version>, BackupError> {
+        let mut out = Vec::new();
+        for name in names(dir, shard)? {
+            let Some((dir_name, _)) = layout::parse_packed_name(&name) else {
+                continue;
+            };
+            // Plain names decode to their path, so unwanted ones are skipped unread.
+            if layout::decode_dir_name(dir_name).is_some_and(|p| !wanted(&p)) {
+                continue;
+            }
+            match read_packed(dir, shard, &name) {
+                Found::Version(v) if wanted(&v.meta.path) => out.push(*v),
+                Found::Version(_) => {}
+                Found::Incomplete => incomplete.push((shard.to_owned(), name)),
+                Found::Damaged(e) => {
+                    tracing::warn!(error = %e, "backup store: skipping damaged version");
                 }
             }
-            each(out)?;
         }
-        Ok(incomplete)
+        Ok(out)
     }
 
     /// The data bytes of every complete version, counted one shard at a time.
@@ -309,4 +368,32 @@ pub(crate) fn select<'v>(
     }
     let t = layout::parse_ts(at)?;
     Ok(versions.iter().rev().find(|v| v.at <= t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Course;
+
+    fn visited(from: Option<&str>, names: &[&str]) -> Vec<String> {
+        let mut shards: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
+        let course = Course {
+            from: from.map(str::to_owned),
+            stop: None,
+        };
+        course.order(&mut shards);
+        shards
+    }
+
+    /// A course goes through the shards in name order from its start, round to the one
+    /// before it; a start that names no shard present begins at the next one there is.
+    #[test]
+    fn a_course_goes_round_from_its_start() {
+        let names = ["ff", "00", "7f", "3a", "80"];
+        assert_eq!(visited(None, &names), ["00", "3a", "7f", "80", "ff"]);
+        assert_eq!(visited(Some("7f"), &names), ["7f", "80", "ff", "00", "3a"]);
+        assert_eq!(visited(Some("40"), &names), ["7f", "80", "ff", "00", "3a"]);
+        assert_eq!(visited(Some("00"), &names), ["00", "3a", "7f", "80", "ff"]);
+        let short = ["00", "3a"];
+        assert_eq!(visited(Some("ff"), &short), ["00", "3a"]);
+    }
 }

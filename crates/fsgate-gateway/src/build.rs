@@ -2,10 +2,11 @@
 //! store, the git work tree, session names, `initialize`'s facts), and access to them.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, StartPass};
 use fsgate_audit::AuditLog;
 use fsgate_backup::BackupStore;
 
@@ -80,11 +81,13 @@ impl Gateway {
             return;
         }
         let gw = Arc::clone(self);
+        let stop = Arc::new(AtomicBool::new(false));
+        let until = Arc::clone(&stop);
         let spawned = std::thread::Builder::new()
             .name("backup-prune".into())
-            .spawn(move || gw.prune_backups());
+            .spawn(move || gw.saver().prune_backups_until(&until));
         match spawned {
-            Ok(handle) => *self.lock_start_pass() = Some(handle),
+            Ok(thread) => *self.lock_start_pass() = Some(StartPass { thread, stop }),
             Err(e) => {
                 tracing::warn!("backup retention: no thread for it ({e}); running it now");
                 self.prune_backups();
@@ -92,18 +95,20 @@ impl Gateway {
         }
     }
 
-    /// Waits for the pass [`prune_backups_in_background`](Self::prune_backups_in_background)
-    /// started, if it is still running.
+    /// Ends the pass [`prune_backups_in_background`](Self::prune_backups_in_background)
+    /// started, if it is still running: it stops after the shard it is in (the next
+    /// start's pass goes on from there), and what it removed is recorded.
     pub fn finish_background_prune(&self) {
-        let handle = self.lock_start_pass().take();
-        if let Some(handle) = handle
-            && handle.join().is_err()
-        {
-            tracing::error!("backup retention: its thread panicked");
+        let pass = self.lock_start_pass().take();
+        if let Some(pass) = pass {
+            pass.stop.store(true, Ordering::Relaxed);
+            if pass.thread.join().is_err() {
+                tracing::error!("backup retention: its thread panicked");
+            }
         }
     }
 
-    fn lock_start_pass(&self) -> std::sync::MutexGuard<'_, Option<std::thread::JoinHandle<()>>> {
+    fn lock_start_pass(&self) -> std::sync::MutexGuard<'_, Option<StartPass>> {
         self.start_pass.lock().unwrap_or_else(|p| p.into_inner())
     }
 

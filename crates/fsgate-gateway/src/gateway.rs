@@ -42,7 +42,7 @@ pub struct Gateway {
     pub(crate) saves: std::sync::atomic::AtomicU64,
     /// The start-up's retention pass, running on a thread of its own (see
     /// `prune_backups_in_background`).
-    pub(crate) start_pass: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    pub(crate) start_pass: std::sync::Mutex<Option<StartPass>>,
     /// "Allow for this session" answers to `ask` rules.
     pub(crate) grants: Arc<Grants>,
     /// The git work tree changes are staged in (`[vcs] stage`), found at start.
@@ -62,6 +62,13 @@ pub struct Gateway {
     pub(crate) clean_opens: CleanOpens,
     /// Told of every change, whichever door asked (see `ChangeWatch`).
     pub(crate) change_watch: std::sync::OnceLock<Arc<dyn ChangeWatch>>,
+}
+
+/// The start-up's retention pass: its thread, and the flag that cuts it short
+/// (`Gateway::finish_background_prune`).
+pub(crate) struct StartPass {
+    pub(crate) thread: std::thread::JoinHandle<()>,
+    pub(crate) stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One message from any door, as the gateway takes it (see [`Gateway::serve`]).

@@ -1,6 +1,8 @@
 //! The backup taken before a change replaces or removes a file: saved, or the change is
 //! refused (or, past a size limit the policy lets through, noted as made without one).
 
+use std::sync::atomic::AtomicBool;
+
 use serde_json::{Value, json};
 
 use crate::facts::Facts;
@@ -38,9 +40,22 @@ impl<'a> Saver<'a> {
 
     /// Applies the backup retention rules once, recording what was removed.
     pub(crate) fn prune_backups(&self) {
+        self.prune_backups_until(&AtomicBool::new(false));
+    }
+
+    /// [`prune_backups`](Self::prune_backups), cut short between two shards once
+    /// `stop` is set (`BackupStore::prune_until`).
+    pub(crate) fn prune_backups_until(&self, stop: &AtomicBool) {
         let Some(store) = self.store else { return };
-        match store.prune() {
-            Ok(report) => record_prune(self.audit, &report),
+        match store.prune_until(stop) {
+            Ok(report) => {
+                if report.stopped {
+                    tracing::info!(
+                        "backup retention: the pass was cut short by the stop; the next start goes on"
+                    );
+                }
+                record_prune(self.audit, &report);
+            }
             Err(e) => tracing::warn!("backup retention: {e}"),
         }
     }

@@ -5,6 +5,7 @@
 //! each removable version's time, size, shard and name (a few dozen bytes) alone.
 
 use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
 
 use time::OffsetDateTime;
 
@@ -13,7 +14,7 @@ use super::{Room, by_path, choose, count_over_budget, protected};
 use crate::config::Retention;
 use crate::error::BackupError;
 use crate::layout;
-use crate::scan::Incomplete;
+use crate::scan::{Course, Incomplete};
 use crate::store::{BackupStore, Place};
 
 /// A version the byte budget may remove, as the second pass keeps it.
@@ -25,22 +26,33 @@ struct Candidate {
 }
 
 impl BackupStore {
-    /// `keep_versions` and `max_age` shard by shard, then the byte budget if the store
-    /// is over it (with `room`).
+    /// `keep_versions` and `max_age` shard by shard, from where the last pass cut short
+    /// stopped, then the byte budget if the store is over it (with `room`). Once `stop`
+    /// is set it ends between two shards, and the next pass starts at the one it did not
+    /// reach.
     pub(super) fn prune_by_shard(
         &self,
         now: OffsetDateTime,
-        room: Room,
+        (room, stop): (Room, Option<&AtomicBool>),
         report: &mut PruneReport,
     ) -> Result<Vec<Incomplete>, BackupError> {
         let local = Retention {
             max_total_bytes: None,
             ..self.retention
         };
-        let incomplete = self.visit_shards(&|_| true, &mut |versions| {
+        let course = Course {
+            from: self.resume_point(),
+            stop,
+        };
+        let visited = self.visit_shards_on(&|_| true, &course, &mut |versions| {
             let doomed = choose(&versions, local, now, Room::default());
             self.remove_doomed(&versions, doomed, report)
         })?;
+        if let Some(next) = &visited.stopped_before {
+            self.set_resume_point(next);
+            report.stopped = true;
+            return Ok(visited.incomplete);
+        }
         if let Some(budget) = self.retention.max_total_bytes
             && report
                 .kept_bytes
@@ -48,9 +60,9 @@ impl BackupStore {
                 .saturating_add(room.headroom)
                 > budget
         {
-            self.prune_oldest(budget, room, report)?;
+            self.prune_oldest(budget, (room, stop), report)?;
         }
-        Ok(incomplete)
+        Ok(visited.incomplete)
     }
 
     /// The byte budget: the oldest versions that are not a file's newest or newest
@@ -59,11 +71,12 @@ impl BackupStore {
     fn prune_oldest(
         &self,
         budget: u64,
-        room: Room,
+        (room, stop): (Room, Option<&AtomicBool>),
         report: &mut PruneReport,
     ) -> Result<(), BackupError> {
         let mut candidates: Vec<Candidate> = Vec::new();
-        self.visit_shards(&|_| true, &mut |versions| {
+        let course = Course { from: None, stop };
+        let visited = self.visit_shards_on(&|_| true, &course, &mut |versions| {
             let kept: HashSet<usize> = protected(&by_path(&versions), &versions);
             let removable = versions
                 .iter()
@@ -81,6 +94,11 @@ impl BackupStore {
             }
             Ok(())
         })?;
+        // Cut short, the oldest of the store are not known: nothing goes for the budget.
+        if visited.stopped_before.is_some() {
+            report.stopped = true;
+            return Ok(());
+        }
         candidates.sort_by_key(|c| c.at);
         let sizes: Vec<u64> = candidates.iter().map(|c| c.stored).collect();
         let n = count_over_budget(&sizes, report.kept_bytes, budget, room);

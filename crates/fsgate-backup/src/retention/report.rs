@@ -37,6 +37,9 @@ pub struct PruneReport {
     /// Crash leftovers (versions without a complete record, temp files) older than an
     /// hour removed.
     pub leftovers_removed: usize,
+    /// The pass was cut short ([`BackupStore::prune_until`](crate::store::BackupStore::prune_until)):
+    /// the counts of what was kept cover the shards it visited alone.
+    pub stopped: bool,
 }
 
 impl PruneReport {
