@@ -141,8 +141,11 @@ impl BackupStore {
             Some(_) => self.prune_whole(now, room, &mut report)?,
             None => self.prune_by_shard(now, (room, stop), &mut report)?,
         };
-        // A pass cut short counted part of the store: the count is left to be made.
-        if !report.stopped {
+        // A pass cut short counted part of the store, and a count made before it is
+        // now too high by what it removed: the next backup that needs one counts again.
+        if report.stopped {
+            self.lock_quota().committed = None;
+        } else {
             self.lock_quota().committed = Some(report.kept_bytes);
             if let Ok(mut s) = self.sweep.lock() {
                 s.versions = report.kept_versions as u64;
@@ -605,6 +608,35 @@ mod tests {
         let left = store.list(None).expect("list");
         assert_eq!(report.kept_versions, left.len());
         assert_eq!(report.kept_bytes, left.iter().map(|v| v.size).sum::<u64>());
+    }
+
+    /// The byte budget's pass, cut short, removes nothing (the oldest of the store are
+    /// not known yet); run to its end, the same pass removes the oldest.
+    #[test]
+    fn the_budgets_pass_cut_short_removes_nothing() {
+        let settings = BackupSettings {
+            max_total_bytes: Some(2_000),
+            ..Default::default()
+        };
+        let (_tmp, store) = many_versions(&settings, 600);
+        let total = store.stored_total().expect("count");
+        let pass = |stop: bool| {
+            let mut report = PruneReport {
+                kept_bytes: total,
+                ..Default::default()
+            };
+            let flag = AtomicBool::new(stop);
+            let room = (Room::default(), Some(&flag));
+            store.prune_oldest(2_000, room, &mut report).expect("pass");
+            report
+        };
+        let cut = pass(true);
+        assert!(cut.stopped);
+        assert!(cut.removed.is_empty());
+        assert_eq!(store.stored_total().expect("count"), total);
+        let whole = pass(false);
+        assert!(!whole.stopped);
+        assert!(!whole.removed.is_empty());
     }
 
     /// Two passes for room at once (two saves at the quota) leave the store's count as

@@ -68,7 +68,7 @@ impl BackupStore {
     /// The byte budget: the oldest versions that are not a file's newest or newest
     /// original, as many as [`count_over_budget`] says, each read again (it names the
     /// version in the report; one gone meanwhile is skipped).
-    fn prune_oldest(
+    pub(super) fn prune_oldest(
         &self,
         budget: u64,
         (room, stop): (Room, Option<&AtomicBool>),

@@ -4,9 +4,14 @@
 //! than a pass thus still take `max_age` round the whole store, a part each.
 //!
 //! The file is a hint: it is written in place and never synced. Torn, missing or not a
-//! shard's name, the pass starts at the first shard.
+//! shard's name, the pass starts at the first shard. Anything but a regular file at its
+//! name (a link, a FIFO, a directory) is neither followed nor waited on: read as no
+//! hint, and left as it is.
 
-use std::io::Read;
+use std::io::{Read, Write};
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{File, OpenOptions, OpenOptionsExt};
 
 use crate::layout::{self, RESUME_FILE};
 use crate::store::BackupStore;
@@ -17,8 +22,10 @@ const MAX_BYTES: u64 = 16;
 impl BackupStore {
     /// The shard the last pass cut short did not reach, if one did.
     pub(super) fn resume_point(&self) -> Option<String> {
+        let mut opts = OpenOptions::new();
+        opts.read(true);
+        let file = self.open_resume_file(&mut opts).ok()?;
         let mut text = String::new();
-        let file = self.dir().open(RESUME_FILE).ok()?;
         file.take(MAX_BYTES).read_to_string(&mut text).ok()?;
         let shard = text.trim_end();
         layout::is_shard_name(shard).then(|| shard.to_owned())
@@ -27,9 +34,27 @@ impl BackupStore {
     /// Makes `shard` the next pass's start. Best effort: unwritten, the next pass starts
     /// at the first shard.
     pub(super) fn set_resume_point(&self, shard: &str) {
-        if let Err(e) = self.dir().write(RESUME_FILE, format!("{shard}\n")) {
+        let mut opts = OpenOptions::new();
+        opts.write(true).create(true);
+        let written = self.open_resume_file(&mut opts).and_then(|mut f| {
+            f.set_len(0)?;
+            f.write_all(format!("{shard}\n").as_bytes())
+        });
+        if let Err(e) = written {
             tracing::debug!("backup retention: cannot note where the next pass starts: {e}");
         }
+    }
+
+    /// The file at [`RESUME_FILE`] opened with `opts`, never through a link and without
+    /// waiting (a FIFO there must not hold the pass); an error if it is not a regular file.
+    fn open_resume_file(&self, opts: &mut OpenOptions) -> std::io::Result<File> {
+        let nonblock = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+        opts.custom_flags(nonblock).follow(FollowSymlinks::No);
+        let file = self.dir().open_with(RESUME_FILE, opts)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        Ok(file)
     }
 }
 
@@ -103,6 +128,8 @@ mod tests {
         let mut got = HashSet::new();
         let mut visited = BTreeSet::new();
         for _ in 0..shard_dirs(&store).len() {
+            // A count made before a pass cut short is too high after it: dropped.
+            store.lock_quota().committed = Some(1 << 40);
             let report = store.prune_until(&stop).expect("prune");
             assert!(report.stopped);
             let in_shards: BTreeSet<String> = (report.removed.iter())
@@ -153,5 +180,47 @@ mod tests {
             let first = &report.removed.first().expect("removed").backup.rel_path;
             assert_eq!(&layout::shard(first), shard);
         }
+    }
+
+    /// Whatever lies at the hint's name that is not a regular file is neither followed
+    /// nor waited on: a FIFO does not hold the pass, a link is not written through (here
+    /// to `FORMAT`, which would unmake the store), a directory is left alone.
+    #[test]
+    fn what_lies_at_the_hints_name_is_neither_followed_nor_waited_on() {
+        let (_tmp, store) = old_store();
+        let at = store.location().join(RESUME_FILE);
+        let stop = AtomicBool::new(true);
+        let format = std::fs::read(store.location().join("FORMAT")).expect("FORMAT");
+        std::os::unix::fs::symlink("FORMAT", &at).expect("link");
+        assert_eq!(store.resume_point(), None);
+        assert!(store.prune_until(&stop).expect("prune").stopped);
+        assert_eq!(
+            std::fs::read(store.location().join("FORMAT")).expect("FORMAT"),
+            format
+        );
+        std::fs::remove_file(&at).expect("unlink");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &at,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("fifo");
+        // A pass that waited on the FIFO would never end: run it on a thread, bounded.
+        let (done, ended) = std::sync::mpsc::channel();
+        let reopened = BackupStore::open(store.location(), &BackupSettings::default());
+        let reopened = reopened.expect("reopen");
+        std::thread::spawn(move || {
+            let stop = AtomicBool::new(true);
+            let _ = done.send(reopened.prune_until(&stop).map(|r| r.stopped));
+        });
+        let result = ended.recv_timeout(std::time::Duration::from_secs(30));
+        assert!(matches!(result, Ok(Ok(true))), "{result:?}");
+        std::fs::remove_file(&at).expect("unlink");
+        std::fs::create_dir(&at).expect("dir");
+        assert_eq!(store.resume_point(), None);
+        assert!(store.prune_until(&stop).expect("prune").stopped);
+        assert!(at.is_dir());
     }
 }
