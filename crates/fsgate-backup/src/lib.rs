@@ -57,6 +57,6 @@ pub use cli::paths::workspace_state_dir;
 pub use config::{BackupSettings, OnLimit};
 pub use error::{BackupError, BackupRef};
 pub use restore::{RestoreReport, restore};
-pub use retention::report::{PruneReason, PruneReport, PrunedVersion};
+pub use retention::report::{PruneReason, PruneReport, PrunedVersion, Sink};
 pub use store::BackupStore;
 pub use store::durable::Saving;

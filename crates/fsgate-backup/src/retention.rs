@@ -18,7 +18,7 @@ use super::layout::{self, DATA_SUFFIX, META_SUFFIX};
 use super::scan::Incomplete;
 use super::store::{BackupStore, Place, Version, sync_dir};
 use crate::error::BackupError;
-use report::{PruneReason, PruneReport, PrunedVersion};
+use report::{PruneReason, PruneReport, PrunedVersion, Sink};
 
 /// The periodic pass over the whole store runs at least this often (given enough saves)
 /// however large the store is, for `max_age` of files no save touches.
@@ -27,6 +27,33 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
 /// At most this many versions are removed for a prune's headroom (beyond what its
 /// room needs): each removal syncs a directory, and a save waits for its prune.
 const HEADROOM_MAX_VERSIONS: usize = 256;
+
+/// Removed versions a pass with a sink holds before it gives them on (at the end of a
+/// shard, or at once in the byte budget's pass).
+const GIVE_AT: usize = 1_000;
+
+/// How a pass over the whole store runs, besides its clock: the room it makes under the
+/// byte budget, the flag that cuts it short, and where what it removes goes as it goes.
+#[derive(Default)]
+pub(crate) struct PassOpts<'a> {
+    pub(crate) room: Room,
+    pub(crate) stop: Option<&'a AtomicBool>,
+    pub(crate) sink: Option<Sink<'a>>,
+}
+
+impl PassOpts<'_> {
+    /// Gives the versions `report` holds as removed to the sink, if there is one and
+    /// they are `at_least` (at least one).
+    pub(crate) fn give(&mut self, report: &mut PruneReport, at_least: usize) {
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
+        if report.removed.len() >= at_least.max(1) {
+            report.given += report.removed.len();
+            sink(std::mem::take(&mut report.removed));
+        }
+    }
+}
 
 /// What a prune makes room for under the byte budget: `need` bytes that must fit, and
 /// `headroom` bytes more that it frees if it can, so the saves after it find room. For
@@ -52,9 +79,20 @@ impl BackupStore {
     /// shard at least): the start-up's pass, cut short when the gateway stops rather
     /// than held to its end. Its report then says so (`stopped`), and the next pass
     /// starts at the shard this one did not reach (`resume.rs`), so that passes cut short
-    /// still go round the whole store.
-    pub fn prune_until(&self, stop: &AtomicBool) -> Result<PruneReport, BackupError> {
-        self.prune_pass(OffsetDateTime::now_utc(), Room::default(), Some(stop))
+    /// still go round the whole store. What it removes goes to `sink` as it goes (a
+    /// thousand or so at a time, and the rest at its end), not into the report: a pass
+    /// that removes much of a large store holds little of it.
+    pub fn prune_until(
+        &self,
+        stop: &AtomicBool,
+        sink: Sink<'_>,
+    ) -> Result<PruneReport, BackupError> {
+        let pass = PassOpts {
+            room: Room::default(),
+            stop: Some(stop),
+            sink: Some(sink),
+        };
+        self.prune_pass(OffsetDateTime::now_utc(), pass)
     }
 
     /// [`prune`](Self::prune) with the clock given.
@@ -126,21 +164,25 @@ impl BackupStore {
     }
 
     fn prune_with(&self, now: OffsetDateTime, room: Room) -> Result<PruneReport, BackupError> {
-        self.prune_pass(now, room, None)
+        let pass = PassOpts {
+            room,
+            ..PassOpts::default()
+        };
+        self.prune_pass(now, pass)
     }
 
     fn prune_pass(
         &self,
         now: OffsetDateTime,
-        room: Room,
-        stop: Option<&AtomicBool>,
+        mut pass: PassOpts<'_>,
     ) -> Result<PruneReport, BackupError> {
         let _pass = self.pass.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = PruneReport::default();
         let incomplete = match self.legacy {
-            Some(_) => self.prune_whole(now, room, &mut report)?,
-            None => self.prune_by_shard(now, (room, stop), &mut report)?,
+            Some(_) => self.prune_whole(now, pass.room, &mut report)?,
+            None => self.prune_by_shard(now, &mut pass, &mut report)?,
         };
+        pass.give(&mut report, 1);
         // A pass cut short counted part of the store, and a count made before it is
         // now too high by what it removed: the next backup that needs one counts again.
         if report.stopped {
@@ -157,12 +199,9 @@ impl BackupStore {
         }
         report.leftovers_removed =
             self.remove_legacy_leftovers(now)? + self.remove_incomplete(&incomplete, now);
-        if !report.removed.is_empty() {
-            tracing::info!(
-                removed = report.removed.len(),
-                bytes = report.removed_bytes(),
-                "backup retention pruned old versions"
-            );
+        let removed = report.removed.len() + report.given;
+        if removed > 0 {
+            tracing::info!(removed, "backup retention pruned old versions");
         }
         Ok(report)
     }
@@ -610,6 +649,28 @@ mod tests {
         assert_eq!(report.kept_bytes, left.iter().map(|v| v.size).sum::<u64>());
     }
 
+    /// A pass that gives what it removes to a sink holds a thousand or so of them at a
+    /// time, not all it removed (the same pass kept in its report holds them all).
+    #[test]
+    fn a_pass_with_a_sink_holds_little_of_what_it_removed() {
+        let settings = BackupSettings {
+            keep_versions: Some(1),
+            ..Default::default()
+        };
+        let (_tmp, store) = many_versions(&settings, 12_000);
+        let stop = AtomicBool::new(false);
+        let mut given = 0;
+        let (report, peak) = fsgate_peak_heap::measure(|| {
+            let counted = &mut |v: Vec<PrunedVersion>| given += v.len();
+            store.prune_until(&stop, counted).expect("prune")
+        });
+        assert!(given > 11_000, "{given} removed");
+        assert_eq!(report.given, given);
+        assert!(report.removed.is_empty());
+        // 11,700 removed versions take about 4 MB in memory; a thousand, a few hundred KB.
+        assert!(peak < 1 << 20, "the pass held {peak} bytes at once");
+    }
+
     /// The byte budget's pass, cut short, removes nothing (the oldest of the store are
     /// not known yet); run to its end, the same pass removes the oldest.
     #[test]
@@ -626,8 +687,13 @@ mod tests {
                 ..Default::default()
             };
             let flag = AtomicBool::new(stop);
-            let room = (Room::default(), Some(&flag));
-            store.prune_oldest(2_000, room, &mut report).expect("pass");
+            let mut pass = PassOpts {
+                stop: Some(&flag),
+                ..PassOpts::default()
+            };
+            store
+                .prune_oldest(2_000, &mut pass, &mut report)
+                .expect("pass");
             report
         };
         let cut = pass(true);

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::facts::Facts;
 use crate::rules::ws_error;
-use fsgate_backup::{BackupError, BackupStore, OnLimit, PruneReport, PrunedVersion, Saving};
+use fsgate_backup::{BackupError, BackupStore, OnLimit, PrunedVersion, Saving};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_workspace::{Entry, WsError};
@@ -45,17 +45,16 @@ impl<'a> Saver<'a> {
 
     /// [`prune_backups`](Self::prune_backups), cut short between two shards once
     /// `stop` is set (`BackupStore::prune_until`).
+    /// What it removes is recorded as it goes, a part at a time, so that a pass that
+    /// removes much of a large store holds little of it.
     pub(crate) fn prune_backups_until(&self, stop: &AtomicBool) {
         let Some(store) = self.store else { return };
-        match store.prune_until(stop) {
-            Ok(report) => {
-                if report.stopped {
-                    tracing::info!(
-                        "backup retention: the pass was cut short by the stop; the next start goes on"
-                    );
-                }
-                record_prune(self.audit, &report);
-            }
+        let record = &mut |removed: Vec<PrunedVersion>| record_prune(self.audit, &removed);
+        match store.prune_until(stop, record) {
+            Ok(report) if report.stopped => tracing::info!(
+                "backup retention: the pass was cut short by the stop; the next start goes on"
+            ),
+            Ok(_) => {}
             Err(e) => tracing::warn!("backup retention: {e}"),
         }
     }
@@ -130,7 +129,7 @@ impl<'a> Saver<'a> {
         let done = saving.wait();
         if let Some(store) = self.backups() {
             for report in store.take_prune_reports() {
-                record_prune(self.audit, &report);
+                record_prune(self.audit, &report.removed);
             }
         }
         done.map(|_| ()).map_err(|e| {
@@ -181,7 +180,7 @@ impl<'a> Saver<'a> {
     ) -> Result<(), GatewayError> {
         use std::os::unix::fs::MetadataExt;
         for report in store.take_prune_reports() {
-            record_prune(self.audit, &report);
+            record_prune(self.audit, &report.removed);
         }
         let saved = match saved {
             Ok(s) => s,
@@ -257,27 +256,31 @@ const PRUNED_PER_RECORD: usize = 1000;
 /// records, so none grows past what a reader or a proof takes whole.
 const PRUNE_RECORD_BYTES: usize = 256 * 1024;
 
-/// Records what a retention pass removed, if anything (a failure is logged).
-fn record_prune(audit: Option<&fsgate_audit::AuditLog>, report: &PruneReport) {
+/// Records what a retention pass removed, if anything (a failure is logged), a record
+/// at a time.
+fn record_prune(audit: Option<&fsgate_audit::AuditLog>, removed: &[PrunedVersion]) {
     let Some(a) = audit else { return };
-    for details in prune_records(&report.removed) {
+    each_prune_record(removed, &mut |details| {
         if let Err(e) = a.append(fsgate_audit::AuditEvent::lifecycle("backup-prune", details)) {
             tracing::error!("audit log: cannot record `backup-prune`: {e}");
         }
-    }
+    });
 }
 
-/// The details of the `backup-prune` records for `removed`: each lists the next
-/// versions in order (`removed`) and the bytes they held (`removedBytes`).
-fn prune_records(removed: &[PrunedVersion]) -> Vec<serde_json::Map<String, Value>> {
-    let mut out = Vec::new();
+/// Gives `each` the details of the `backup-prune` records for `removed`, one after the
+/// other: each lists the next versions in order (`removed`) and the bytes they held
+/// (`removedBytes`).
+fn each_prune_record(
+    removed: &[PrunedVersion],
+    each: &mut dyn FnMut(serde_json::Map<String, Value>),
+) {
     let mut chunk: Vec<Value> = Vec::new();
     let (mut bytes, mut held) = (0usize, 0u64);
     let mut flush = |chunk: &mut Vec<Value>, held: &mut u64| {
         let mut details = serde_json::Map::new();
         details.insert("removed".into(), Value::Array(std::mem::take(chunk)));
         details.insert("removedBytes".into(), std::mem::take(held).into());
-        out.push(details);
+        each(details);
     };
     for p in removed {
         let entry = serde_json::to_value(p).unwrap_or(Value::Null);
@@ -295,7 +298,6 @@ fn prune_records(removed: &[PrunedVersion]) -> Vec<serde_json::Map<String, Value
     if !chunk.is_empty() {
         flush(&mut chunk, &mut held);
     }
-    out
 }
 
 #[cfg(test)]
@@ -324,7 +326,8 @@ mod tests {
     fn a_large_prune_is_recorded_in_bounded_records() {
         for (n, path_len, want_records) in [(0, 1, 0), (3, 1, 1), (2500, 1, 3), (300, 4000, 5)] {
             let removed: Vec<PrunedVersion> = (0..n).map(|i| pruned(i, path_len)).collect();
-            let records = prune_records(&removed);
+            let mut records = Vec::new();
+            each_prune_record(&removed, &mut |d| records.push(d));
             assert_eq!(
                 records.len(),
                 want_records,

@@ -5,12 +5,11 @@
 //! each removable version's time, size, shard and name (a few dozen bytes) alone.
 
 use std::collections::HashSet;
-use std::sync::atomic::AtomicBool;
 
 use time::OffsetDateTime;
 
 use super::report::{PruneReason, PruneReport, PrunedVersion};
-use super::{Room, by_path, choose, count_over_budget, protected};
+use super::{GIVE_AT, PassOpts, Room, by_path, choose, count_over_budget, protected};
 use crate::config::Retention;
 use crate::error::BackupError;
 use crate::layout;
@@ -33,7 +32,7 @@ impl BackupStore {
     pub(super) fn prune_by_shard(
         &self,
         now: OffsetDateTime,
-        (room, stop): (Room, Option<&AtomicBool>),
+        pass: &mut PassOpts<'_>,
         report: &mut PruneReport,
     ) -> Result<Vec<Incomplete>, BackupError> {
         let local = Retention {
@@ -42,11 +41,13 @@ impl BackupStore {
         };
         let course = Course {
             from: self.resume_point(),
-            stop,
+            stop: pass.stop,
         };
         let visited = self.visit_shards_on(&|_| true, &course, &mut |versions| {
             let doomed = choose(&versions, local, now, Room::default());
-            self.remove_doomed(&versions, doomed, report)
+            self.remove_doomed(&versions, doomed, report)?;
+            pass.give(report, GIVE_AT);
+            Ok(())
         })?;
         if let Some(next) = &visited.stopped_before {
             self.set_resume_point(next);
@@ -56,11 +57,11 @@ impl BackupStore {
         if let Some(budget) = self.retention.max_total_bytes
             && report
                 .kept_bytes
-                .saturating_add(room.need)
-                .saturating_add(room.headroom)
+                .saturating_add(pass.room.need)
+                .saturating_add(pass.room.headroom)
                 > budget
         {
-            self.prune_oldest(budget, (room, stop), report)?;
+            self.prune_oldest(budget, pass, report)?;
         }
         Ok(visited.incomplete)
     }
@@ -71,11 +72,14 @@ impl BackupStore {
     pub(super) fn prune_oldest(
         &self,
         budget: u64,
-        (room, stop): (Room, Option<&AtomicBool>),
+        pass: &mut PassOpts<'_>,
         report: &mut PruneReport,
     ) -> Result<(), BackupError> {
         let mut candidates: Vec<Candidate> = Vec::new();
-        let course = Course { from: None, stop };
+        let course = Course {
+            from: None,
+            stop: pass.stop,
+        };
         let visited = self.visit_shards_on(&|_| true, &course, &mut |versions| {
             let kept: HashSet<usize> = protected(&by_path(&versions), &versions);
             let removable = versions
@@ -101,7 +105,7 @@ impl BackupStore {
         }
         candidates.sort_by_key(|c| c.at);
         let sizes: Vec<u64> = candidates.iter().map(|c| c.stored).collect();
-        let n = count_over_budget(&sizes, report.kept_bytes, budget, room);
+        let n = count_over_budget(&sizes, report.kept_bytes, budget, pass.room);
         for c in &candidates[..n] {
             // Gone either way: removed here, or meanwhile by another prune (which
             // reports it). The count of what is kept drops all the same.
@@ -115,6 +119,7 @@ impl BackupStore {
                     backup: v.to_ref(),
                     reason: PruneReason::MaxTotalBytes,
                 });
+                pass.give(report, GIVE_AT);
             }
         }
         Ok(())

@@ -40,7 +40,13 @@ pub struct PruneReport {
     /// The pass was cut short ([`BackupStore::prune_until`](crate::store::BackupStore::prune_until)):
     /// the counts of what was kept cover the shards it visited alone.
     pub stopped: bool,
+    /// Versions removed and given to the pass's sink as it went, not kept in `removed`
+    /// ([`BackupStore::prune_until`](crate::store::BackupStore::prune_until)).
+    pub given: usize,
 }
+
+/// Where a pass gives what it removed, a part at a time, as it goes.
+pub type Sink<'a> = &'a mut dyn FnMut(Vec<PrunedVersion>);
 
 impl PruneReport {
     /// Bytes (of content) the removed versions held.

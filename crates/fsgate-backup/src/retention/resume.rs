@@ -65,10 +65,10 @@ mod tests {
 
     use time::OffsetDateTime;
 
-    use crate::BackupSettings;
     use crate::layout::{self, RESUME_FILE};
     use crate::store::BackupStore;
     use crate::store::tests::{open_store, save_str};
+    use crate::{BackupSettings, PruneReport, PrunedVersion};
 
     fn t(secs: i64) -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(1_700_000_000 + secs).expect("valid time")
@@ -89,6 +89,16 @@ mod tests {
         };
         let store = BackupStore::open(store.location(), &settings).expect("reopen");
         (tmp, store)
+    }
+
+    /// A pass of `store` until `stop`, and what it gave its sink (all it removed).
+    fn pass_until(store: &BackupStore, stop: &AtomicBool) -> (PruneReport, Vec<PrunedVersion>) {
+        let mut given = Vec::new();
+        let report = store.prune_until(stop, &mut |v| given.extend(v));
+        let report = report.expect("prune");
+        assert!(report.removed.is_empty(), "given on, not kept");
+        assert_eq!(report.given, given.len());
+        (report, given)
     }
 
     /// The shards that hold versions.
@@ -130,9 +140,9 @@ mod tests {
         for _ in 0..shard_dirs(&store).len() {
             // A count made before a pass cut short is too high after it: dropped.
             store.lock_quota().committed = Some(1 << 40);
-            let report = store.prune_until(&stop).expect("prune");
+            let (report, removed) = pass_until(&store, &stop);
             assert!(report.stopped);
-            let in_shards: BTreeSet<String> = (report.removed.iter())
+            let in_shards: BTreeSet<String> = (removed.iter())
                 .map(|p| layout::shard(&p.backup.rel_path))
                 .collect();
             assert!(in_shards.len() <= 1, "one shard a pass: {in_shards:?}");
@@ -141,7 +151,7 @@ mod tests {
                 "visited again: {in_shards:?}"
             );
             visited.extend(in_shards);
-            got.extend(report.removed.iter().map(|p| p.backup.id.clone()));
+            got.extend(removed.iter().map(|p| p.backup.id.clone()));
             assert!(store.lock_quota().committed.is_none());
         }
         assert_eq!(visited, shards);
@@ -162,7 +172,7 @@ mod tests {
         let (_tmp, store) = old_store();
         let dirs = shard_dirs(&store);
         let stop = AtomicBool::new(true);
-        store.prune_until(&stop).expect("prune");
+        pass_until(&store, &stop);
         let noted = std::fs::read_to_string(store.location().join(RESUME_FILE)).expect("noted");
         assert_eq!(
             noted,
@@ -176,8 +186,8 @@ mod tests {
         let held: Vec<String> = shards_of(&store).into_iter().collect();
         for shard in [&held[3], &held[held.len() - 1]] {
             std::fs::write(store.location().join(RESUME_FILE), shard).expect("write");
-            let report = store.prune_until(&stop).expect("prune");
-            let first = &report.removed.first().expect("removed").backup.rel_path;
+            let (_, removed) = pass_until(&store, &stop);
+            let first = &removed.first().expect("removed").backup.rel_path;
             assert_eq!(&layout::shard(first), shard);
         }
     }
@@ -193,7 +203,7 @@ mod tests {
         let format = std::fs::read(store.location().join("FORMAT")).expect("FORMAT");
         std::os::unix::fs::symlink("FORMAT", &at).expect("link");
         assert_eq!(store.resume_point(), None);
-        assert!(store.prune_until(&stop).expect("prune").stopped);
+        assert!(pass_until(&store, &stop).0.stopped);
         assert_eq!(
             std::fs::read(store.location().join("FORMAT")).expect("FORMAT"),
             format
@@ -213,14 +223,15 @@ mod tests {
         let reopened = reopened.expect("reopen");
         std::thread::spawn(move || {
             let stop = AtomicBool::new(true);
-            let _ = done.send(reopened.prune_until(&stop).map(|r| r.stopped));
+            let report = reopened.prune_until(&stop, &mut |_| {});
+            let _ = done.send(report.map(|r| r.stopped));
         });
         let result = ended.recv_timeout(std::time::Duration::from_secs(30));
         assert!(matches!(result, Ok(Ok(true))), "{result:?}");
         std::fs::remove_file(&at).expect("unlink");
         std::fs::create_dir(&at).expect("dir");
         assert_eq!(store.resume_point(), None);
-        assert!(store.prune_until(&stop).expect("prune").stopped);
+        assert!(pass_until(&store, &stop).0.stopped);
         assert!(at.is_dir());
     }
 }
