@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use time::OffsetDateTime;
 
 use super::report::{PruneReason, PruneReport, PrunedVersion};
-use super::{GIVE_AT, PassOpts, Room, by_path, choose, count_over_budget, protected};
+use super::{PassOpts, Room, by_path, choose, count_over_budget, protected};
 use crate::config::Retention;
 use crate::error::BackupError;
 use crate::layout;
@@ -45,9 +45,7 @@ impl BackupStore {
         };
         let visited = self.visit_shards_on(&|_| true, &course, &mut |versions| {
             let doomed = choose(&versions, local, now, Room::default());
-            self.remove_doomed(&versions, doomed, report)?;
-            pass.give(report, GIVE_AT);
-            Ok(())
+            self.remove_doomed(&versions, doomed, (pass, report))
         })?;
         if let Some(next) = &visited.stopped_before {
             self.set_resume_point(next);
@@ -119,7 +117,7 @@ impl BackupStore {
                     backup: v.to_ref(),
                     reason: PruneReason::MaxTotalBytes,
                 });
-                pass.give(report, GIVE_AT);
+                pass.give_some(report);
             }
         }
         Ok(())
