@@ -15,6 +15,9 @@ pub(crate) struct Quota {
     pub in_flight: u64,
     /// Prunes made to make room, not yet recorded by the gateway.
     pub reports: Vec<PruneReport>,
+    /// Data bytes of every version saved since the store was opened (wrapping): a pass
+    /// over the whole store adds to its count what was saved while it ran.
+    pub settled: u64,
 }
 
 /// When the last pass over the whole store ran, and how many versions it left.

@@ -89,6 +89,9 @@ impl BackupStore {
     pub(crate) fn settle_room(&self, want: u64, stored: Option<u64>) {
         let mut q = self.lock_quota();
         q.in_flight = q.in_flight.saturating_sub(want);
+        if let Some(s) = stored {
+            q.settled = q.settled.wrapping_add(s);
+        }
         if let (Some(c), Some(s)) = (q.committed.as_mut(), stored) {
             *c = c.saturating_add(s);
         }

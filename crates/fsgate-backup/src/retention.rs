@@ -28,8 +28,8 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
 /// room needs): each removal syncs a directory, and a save waits for its prune.
 const HEADROOM_MAX_VERSIONS: usize = 256;
 
-/// Removed versions a pass with a sink holds before it gives them on (at the end of a
-/// shard, or at once in the byte budget's pass).
+/// Removed versions a pass with a sink gives on at once, as soon as it holds as many
+/// (the rest at its end).
 const GIVE_AT: usize = 1_000;
 
 /// How a pass over the whole store runs, besides its clock: the room it makes under the
@@ -92,8 +92,10 @@ impl BackupStore {
     /// than held to its end. Its report then says so (`stopped`), and the next pass
     /// starts at the shard this one did not reach (`resume.rs`), so that passes cut short
     /// still go round the whole store. What it removes goes to `sink` as it goes (a
-    /// thousand or so at a time, and the rest at its end), not into the report: a pass
-    /// that removes much of a large store holds little of it.
+    /// thousand at a time, and the rest at its end), not into the report: a pass that
+    /// removes much of a large store holds little of it. Not cut short: a store that
+    /// still holds versions of layout 1 (read whole), the byte budget's removals once
+    /// its reading of the store is done, and the removal of crash leftovers.
     pub fn prune_until(
         &self,
         stop: &AtomicBool,
@@ -189,6 +191,7 @@ impl BackupStore {
         mut pass: PassOpts<'_>,
     ) -> Result<PruneReport, BackupError> {
         let _pass = self.pass.lock().unwrap_or_else(|p| p.into_inner());
+        let settled_before = self.lock_quota().settled;
         let mut report = PruneReport::default();
         let incomplete = match self.legacy {
             Some(_) => self.prune_whole(now, &mut pass, &mut report),
@@ -202,7 +205,14 @@ impl BackupStore {
         if report.stopped {
             self.lock_quota().committed = None;
         } else {
-            self.lock_quota().committed = Some(report.kept_bytes);
+            // Saves made while the pass ran (whose count does not wait for it once the
+            // store was counted): one in a shard it had read is not in its count, so it
+            // is added; one in a shard it read later is then counted twice. The count
+            // may run high until the next pass, never low.
+            let mut q = self.lock_quota();
+            let meanwhile = q.settled.wrapping_sub(settled_before);
+            q.committed = Some(report.kept_bytes.saturating_add(meanwhile));
+            drop(q);
             if let Ok(mut s) = self.sweep.lock() {
                 s.versions = report.kept_versions as u64;
             }

@@ -97,7 +97,8 @@ impl Gateway {
 
     /// Ends the pass [`prune_backups_in_background`](Self::prune_backups_in_background)
     /// started, if it is still running: it stops after the shard it is in (the next
-    /// start's pass goes on from there), and what it removed is recorded.
+    /// start's pass goes on from there), and what it removed is recorded. What
+    /// `BackupStore::prune_until` does not cut short is waited for.
     pub fn finish_background_prune(&self) {
         let pass = self.lock_start_pass().take();
         if let Some(pass) = pass {

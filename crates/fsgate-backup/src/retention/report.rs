@@ -38,7 +38,7 @@ pub struct PruneReport {
     /// hour removed.
     pub leftovers_removed: usize,
     /// The pass was cut short ([`BackupStore::prune_until`](crate::store::BackupStore::prune_until)):
-    /// the counts of what was kept cover the shards it visited alone.
+    /// the counts of what was kept may not cover the whole store.
     pub stopped: bool,
     /// Versions removed and given to the pass's sink as it went, not kept in `removed`
     /// ([`BackupStore::prune_until`](crate::store::BackupStore::prune_until)).

@@ -355,6 +355,35 @@ fn walk_count(versions: &std::path::Path) -> usize {
         .sum()
 }
 
+/// A version saved while a pass over the whole store runs, in a shard the pass has
+/// read already, is in the store's count after it (the pass's own count misses it).
+#[test]
+fn a_save_made_during_a_pass_is_counted() {
+    let settings = BackupSettings {
+        keep_versions: Some(1),
+        ..Default::default()
+    };
+    let (tmp, store) = many_versions(&settings, 600);
+    let counted = store.stored_total().expect("count");
+    store.lock_quota().committed = Some(counted);
+    let late = tmp.path().join("late.txt");
+    std::fs::write(&late, "made during the pass").expect("write");
+    let late = std::fs::File::open(&late).expect("open");
+    let stop = AtomicBool::new(false);
+    let mut saved = false;
+    // The sink is called after the last shard was read, before the pass counts.
+    let during = &mut |_: Vec<PrunedVersion>| {
+        if !saved {
+            store.save_file("late.txt", &late).expect("save");
+            saved = true;
+        }
+    };
+    let report = store.prune_until(&stop, during).expect("prune");
+    assert!(saved && report.given > 0);
+    let on_disk = store.stored_total().expect("count");
+    assert_eq!(store.lock_quota().committed, Some(on_disk));
+}
+
 /// The byte budget's pass, cut short, removes nothing (the oldest of the store are
 /// not known yet); run to its end, the same pass removes the oldest.
 #[test]
