@@ -286,6 +286,15 @@ fn sandbox_plan(
     plan.scope_signals(!hosts_agent)
 }
 
+/// Closes the log of a gateway that ends before it served: its `stop` says `start
+/// failed` and the error, so a reviewer reads a start that failed, not a crash.
+pub fn stop_early(gw: &Gateway, error: &str) {
+    let mut details = Map::new();
+    details.insert("reason".into(), "start failed".into());
+    details.insert("error".into(), error.into());
+    shutdown(gw, details);
+}
+
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why
 /// the gateway stops are logged.
 pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {

@@ -22,6 +22,8 @@ mod acp_errors;
 mod acp_bounds;
 // Peak memory of fsgate serve while a client pipelines reads and greps and stops reading.
 mod acp_memory;
+// A gateway that cannot serve after its log was opened: its `stop` says why.
+mod stopped_early;
 // Escapes by path text: outside absolute paths, prefixes, `..`, /proc/self/root, NUL.
 mod escape_paths;
 // Several workspaces: sibling roots sharing a prefix, every door, scoped rules, start-up.

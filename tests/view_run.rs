@@ -602,14 +602,47 @@ fn view_fsgates_own_failures_are_told_from_the_commands_exit_status() {
         (&["--no-confine"], &[&bad_interpreter], 127),
     ];
     for (front, back, want) in cases {
+        let records = || match ws.log().exists() {
+            true => ws.records(),
+            false => Vec::new(),
+        };
+        let before = records().len();
         let (code, stderr) = status(front, back);
         assert_eq!(code, Some(want), "{front:?} -- {back:?}: {stderr}");
+        let walled = !front.contains(&"--no-confine");
+        ends_with_its_stop(&records()[before..], want, walled, &stderr);
     }
     assert!(!ws.root.join("ran").exists(), "the file without x ran");
     let mut cmd = Command::new(bin());
     cmd.args(["run", "--workspace", "/nonexistent/ws", "--", "true"]);
     let out = finished(cmd);
     assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
+}
+
+/// Each run that opened the log closed it with a `stop`, so that a reviewer does not
+/// read a crash. A program the wall could not resolve was never started: that `stop`
+/// says `start failed` and the error. One that `--no-confine` started and that could
+/// not run ended as a command does. A failure before the log was opened (125 here)
+/// wrote nothing.
+fn ends_with_its_stop(written: &[Value], want: i32, walled: bool, stderr: &str) {
+    if want == 125 {
+        assert!(written.is_empty(), "{written:?}");
+        return;
+    }
+    let kinds: Vec<&str> = written.iter().filter_map(|r| r["kind"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"start"), "{kinds:?}");
+    let Some(stop) = written.last().filter(|r| r["kind"] == "stop") else {
+        panic!("no stop last: {kinds:?}\n{stderr}");
+    };
+    if want == 2 || !walled {
+        assert_eq!(stop["details"]["reason"], "command ended", "{stop}");
+        assert_eq!(stop["details"]["exitStatus"], want, "{stop}");
+        return;
+    }
+    assert_eq!(stop["details"]["reason"], "start failed", "{stop}");
+    let error = stop["details"]["error"].as_str().unwrap_or_default();
+    let named = ["fsgate-no-such", "tool", "script"];
+    assert!(named.iter().any(|n| error.contains(n)), "{stop}");
 }
 
 /// A command that ends at once, run from outside the workspace (so it never waits for

@@ -26,12 +26,14 @@ use record::Described;
 use relay::Relay;
 
 pub(super) fn acp(args: AcpArgs) -> ExitCode {
+    let Some((program, agent_args)) = args.agent.split_first() else {
+        return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
+    };
+    // From here the log is open: each failure before the relay closes it with a
+    // `stop` that says why (`startup::stop_early`).
     let (config, opened) = match open_config(&args) {
         Ok(o) => o,
         Err(code) => return code,
-    };
-    let Some((program, agent_args)) = args.agent.split_first() else {
-        return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
     };
     let policy_file = args.common.policy.as_deref();
     let launch = match Launch::prepare(opened, policy_file, args.confine_agent, program, agent_args)
@@ -56,13 +58,17 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let described = Described::announce(confined.as_ref(), profile.as_ref());
     let (mut child, pending) = match command.spawn() {
         Ok(c) => c,
-        Err(e) => return spawn_failed(program, &e, confined.as_ref()),
+        Err(e) => {
+            let code = spawn_failed(program, &e, confined.as_ref());
+            startup::stop_early(&opened.gateway, &format!("cannot start the agent: {e}"));
+            return code;
+        }
     };
     let pid = child.id();
     tracing::info!(pid, agent = %program, "agent started");
     let in_view = pending.is_some();
-    if let Err(code) = confine_gateway(&opened, &child, (confined.is_some(), in_view)) {
-        return code;
+    if let Err(e) = confine_gateway(&opened, &child, (confined.is_some(), in_view)) {
+        return early(&opened.gateway, &e);
     }
     opened.announce_locations();
     let undo = undo_line(&opened.gateway, opened.audit_log_path(), &config);
@@ -74,7 +80,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     gateway.prune_backups_in_background();
     let view = match acp_view::AgentView::serve(pending, &mut child, &gateway) {
         Ok(v) => v,
-        Err(code) => return code,
+        Err(e) => return early(&gateway, &e),
     };
     let hosted = fsgate_doors::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
     let mut details = described.start_details(pid, &args.agent, &tree, &hosted);
@@ -92,7 +98,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     };
     let (result, stopped_by) = match relay.run(pid) {
         Ok(r) => r,
-        Err(e) => return fail(&e),
+        Err(e) => return early(&gateway, &e),
     };
     let mut details = end_tree(&mut tree, agent_stderr);
     acp_view::end(&gateway, view.served.as_ref(), ending);
@@ -103,6 +109,14 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     drop(profile);
     shut_down(&gateway, &stopped_by);
     exit
+}
+
+/// A failure before the relay began: said on stderr, and the log closed with a `stop`
+/// naming it.
+fn early(gateway: &fsgate_gateway::Gateway, error: &str) -> ExitCode {
+    let code = fail(error);
+    startup::stop_early(gateway, error);
+    code
 }
 
 /// The gateway's stop, recorded with the signal that ended the agent, if one did.
@@ -132,19 +146,19 @@ fn confine_gateway(
     opened: &startup::Opened,
     child: &std::process::Child,
     (agent_confined, in_view): (bool, bool),
-) -> Result<(), ExitCode> {
+) -> Result<(), String> {
     if agent_confined && let Err(e) = fsgate_sandbox::harden_gateway() {
         // Inside the view the agent's tree shares the gateway's user: it must not be
         // able to ptrace it (as under `fsgate run`).
         if in_view {
             kill_agent(child);
-            return Err(fail(&e.to_string()));
+            return Err(e.to_string());
         }
         tracing::warn!("{e}");
     }
     if let Err(e) = startup::confine(opened, None, "acp-proxy") {
         kill_agent(child);
-        return Err(fail(&e));
+        return Err(e);
     }
     Ok(())
 }

@@ -138,12 +138,12 @@ pub(super) struct AgentView {
 
 impl AgentView {
     /// Serves the view of `pending` (if the agent runs in one) once `child` mounted it;
-    /// if it cannot be served, the agent is ended and the exit code says why.
+    /// if it cannot be served, the agent is ended and the error says why.
     pub(super) fn serve(
         pending: Option<Pending>,
         child: &mut Child,
         gateway: &Arc<fsgate_gateway::Gateway>,
-    ) -> Result<AgentView, std::process::ExitCode> {
+    ) -> Result<AgentView, String> {
         let record = pending.as_ref().map(Pending::record);
         let sessions = pending.as_ref().map(Pending::sessions);
         let questions = pending.as_ref().map(|_| ViewQuestions::new());
@@ -158,9 +158,7 @@ impl AgentView {
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                Err(super::exit::fail(&format!(
-                    "--confine-agent: {e}; the agent was not run"
-                )))
+                Err(format!("--confine-agent: {e}; the agent was not run"))
             }
         }
     }

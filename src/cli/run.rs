@@ -58,46 +58,19 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return own(fail_open(&e, args.common.policy.as_deref())),
     };
-    // The gateway serving the view confines itself with Landlock: no run without it.
-    if let Some(why) = fsgate_sandbox::landlock_missing() {
-        return no_view(&format!(
-            "Landlock is missing ({why}): fsgate run confines the gateway that serves the view with it"
-        ));
-    }
-    let fuse = match Fuse::new(opened.gateway.members().count()) {
-        Ok(f) => f,
-        Err(e) => return no_view(&e),
-    };
-    let policy_file = args.common.policy.as_deref();
-    let confine =
-        (!args.no_confine).then(|| RunWall::prepare(&mut opened, policy_file, &args.command));
-    let mut wall = match confine.transpose() {
-        Ok(w) => w,
-        Err(e) => return wall_refused(&e),
-    };
-    let roots = view_host::roots(&opened.gateway);
-    let session = view_host::session_id("run");
-    let (hide, asks_socket) = hidden_and_asks(&mut opened, config.policy.as_deref(), &session);
-    let mut child = match start(&fuse, (roots.clone(), hide), &args.command, wall.as_mut()) {
-        Ok(c) => c,
-        Err(e) => return no_view(&e),
-    };
-    // Not dumpable: the command (or anything else of its user) gets no ptrace access to
-    // the gateway, nor to what its /proc entries lead to.
-    if let Err(e) = fsgate_sandbox::harden_gateway() {
-        end(&mut child);
-        return own(fail(&e.to_string()));
-    }
-    opened.keep_readable(std::path::Path::new("/proc"));
-    if let Err(e) = startup::confine(&opened, None, "run") {
-        end(&mut child);
-        return own(fail(&e));
-    }
-    let fuse = match fuse.connect(&mut child) {
-        Ok(f) => f,
-        Err(e) => {
-            end(&mut child);
-            return no_view(&e);
+    // From here the log is open: a failure closes it with a `stop` that says why.
+    let Ready {
+        mut child,
+        fuse,
+        wall,
+        roots,
+        session,
+        asks_socket,
+    } = match ready(&args, &config, &mut opened) {
+        Ok(r) => r,
+        Err(Early { code, error }) => {
+            startup::stop_early(&opened.gateway, &error);
+            return code;
         }
     };
     opened.announce_locations();
@@ -119,6 +92,92 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         let _ = std::fs::remove_file(path);
     }
     code
+}
+
+/// What `run` has once the command's process is started, the gateway confined and
+/// the view's devices connected.
+struct Ready {
+    child: Child,
+    fuse: Vec<OwnedFd>,
+    wall: Option<RunWall>,
+    roots: Vec<std::path::PathBuf>,
+    session: String,
+    asks_socket: Option<AskSocket>,
+}
+
+/// A failure before the view was served: the exit code (the failure already said on
+/// stderr) and the error the `stop` record names.
+struct Early {
+    code: ExitCode,
+    error: String,
+}
+
+impl Early {
+    /// `fsgate run` could not give the view (see [`no_view`]).
+    fn no_view(error: String) -> Early {
+        Early {
+            code: no_view(&error),
+            error,
+        }
+    }
+
+    /// A failure of fsgate's own.
+    fn own(error: String) -> Early {
+        Early {
+            code: own(fail(&error)),
+            error,
+        }
+    }
+}
+
+/// Checks the machine, starts the command's process (which mounts the views), then
+/// confines the gateway and connects the views; a failure ends the process.
+fn ready(
+    args: &RunArgs,
+    config: &startup::config::GatewayConfig,
+    opened: &mut startup::Opened,
+) -> Result<Ready, Early> {
+    // The gateway serving the view confines itself with Landlock: no run without it.
+    if let Some(why) = fsgate_sandbox::landlock_missing() {
+        return Err(Early::no_view(format!(
+            "Landlock is missing ({why}): fsgate run confines the gateway that serves the view with it"
+        )));
+    }
+    let fuse = Fuse::new(opened.gateway.members().count()).map_err(Early::no_view)?;
+    let policy_file = args.common.policy.as_deref();
+    let confine = (!args.no_confine).then(|| RunWall::prepare(opened, policy_file, &args.command));
+    let mut wall = confine.transpose().map_err(|e| Early {
+        code: wall_refused(&e),
+        error: e.to_string(),
+    })?;
+    let roots = view_host::roots(&opened.gateway);
+    let session = view_host::session_id("run");
+    let (hide, asks_socket) = hidden_and_asks(opened, config.policy.as_deref(), &session);
+    let mut child = start(&fuse, (roots.clone(), hide), &args.command, wall.as_mut())
+        .map_err(Early::no_view)?;
+    let fuse = confine_and_connect(opened, fuse, &mut child).inspect_err(|_| end(&mut child))?;
+    Ok(Ready {
+        child,
+        fuse,
+        wall,
+        roots,
+        session,
+        asks_socket,
+    })
+}
+
+/// Hardens and confines the gateway, then takes the views' devices from `child`.
+fn confine_and_connect(
+    opened: &mut startup::Opened,
+    fuse: Fuse,
+    child: &mut Child,
+) -> Result<Vec<OwnedFd>, Early> {
+    // Not dumpable: the command (or anything else of its user) gets no ptrace access to
+    // the gateway, nor to what its /proc entries lead to.
+    fsgate_sandbox::harden_gateway().map_err(|e| Early::own(e.to_string()))?;
+    opened.keep_readable(std::path::Path::new("/proc"));
+    startup::confine(opened, None, "run").map_err(Early::own)?;
+    fuse.connect(child).map_err(Early::no_view)
 }
 
 /// The socket `fsgate asks` answers a run's questions on, and its path.
@@ -235,7 +294,9 @@ fn serve_and_wait(
         Ok(s) => s,
         Err(e) => {
             end(run.child);
-            return no_view(&e);
+            let code = no_view(&e);
+            startup::stop_early(gateway, &e);
+            return code;
         }
     };
     let code = fsgate_view::child::wait_passing_signals(run.child, None);

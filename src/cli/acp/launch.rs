@@ -24,7 +24,8 @@ pub(super) struct Launch {
 
 impl Launch {
     /// The port is bound and the binary found before confinement (while /proc is
-    /// reachable); each failure is reported and becomes the exit code.
+    /// reachable); a failure is reported, closes the log with a `stop` naming it, and
+    /// becomes the exit code.
     pub(super) fn prepare(
         mut opened: startup::Opened,
         policy_file: Option<&std::path::Path>,
@@ -32,39 +33,73 @@ impl Launch {
         program: &str,
         agent_args: &[String],
     ) -> Result<Launch, ExitCode> {
-        let (hosted_listener, hosted_port) = bind_hosted().map_err(|e| fail(&e))?;
+        match Parts::work_out(&mut opened, policy_file, confine, (program, agent_args)) {
+            Ok(p) => Ok(Launch {
+                opened,
+                command: p.command,
+                confined: p.confined,
+                profile: p.profile,
+                hosted: p.hosted,
+                exe: p.exe,
+            }),
+            Err(e) => {
+                let code = fail(&e);
+                startup::stop_early(&opened.gateway, &e);
+                Err(code)
+            }
+        }
+    }
+}
+
+/// A [`Launch`] but its gateway.
+struct Parts {
+    command: acp_view::AgentCommand,
+    confined: Option<Confined>,
+    profile: Option<Profile>,
+    hosted: (std::net::TcpListener, u16),
+    exe: Option<PathBuf>,
+}
+
+impl Parts {
+    fn work_out(
+        opened: &mut startup::Opened,
+        policy_file: Option<&std::path::Path>,
+        confine: bool,
+        (program, agent_args): (&str, &[String]),
+    ) -> Result<Parts, String> {
+        let hosted = bind_hosted()?;
         let exe = std::env::current_exe().ok();
         let mut confined = match confine {
             true => Some(
                 plan_confinement(
-                    &mut opened,
+                    opened,
                     policy_file,
                     (program, agent_args),
-                    (hosted_port, exe.as_deref()),
+                    (hosted.1, exe.as_deref()),
                 )
-                .map_err(|e| fail(&format!("--confine-agent: {e}")))?,
+                .map_err(|e| format!("--confine-agent: {e}"))?,
             ),
             false => None,
         };
-        let profile = prepare_profile(&mut opened, program, agent_args, confined.as_mut())
-            .map_err(|e| fail(&format!("agent profile: {e}")))?;
+        let profile = prepare_profile(opened, program, agent_args, confined.as_mut())
+            .map_err(|e| format!("agent profile: {e}"))?;
         let require_landlock = opened.gateway.policy().settings().sandbox.require_landlock;
         let profile_args = profile.as_ref().map_or(&[][..], |p| &p.plan.args[..]);
         if let Some(c) = confined.take() {
             let (command, confined) = c
                 .in_view(
-                    &mut opened,
+                    opened,
                     policy_file,
                     (program, agent_args, profile_args),
                     require_landlock,
                 )
-                .map_err(|e| fail(&format!("--confine-agent: {e}")))?;
-            return Ok(Launch {
-                opened,
+                .map_err(|e| format!("--confine-agent: {e}"))?;
+            let confined = Some(confined);
+            return Ok(Parts {
                 command,
-                confined: Some(confined),
+                confined,
                 profile,
-                hosted: (hosted_listener, hosted_port),
+                hosted,
                 exe,
             });
         }
@@ -78,14 +113,13 @@ impl Launch {
         let confined = confined
             .map(|c| c.apply(&mut command, require_landlock))
             .transpose()
-            .map_err(|e| fail(&format!("--confine-agent: {e}")))?;
+            .map_err(|e| format!("--confine-agent: {e}"))?;
         let command = acp_view::AgentCommand::Direct(command);
-        Ok(Launch {
-            opened,
+        Ok(Parts {
             command,
             confined,
             profile,
-            hosted: (hosted_listener, hosted_port),
+            hosted,
             exe,
         })
     }
