@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{Gate, REFUSED, assert_code, grep_hits};
+use crate::common::{Gate, NOT_FOUND, REFUSED, assert_code, grep_hits};
 
 /// A policy allowing everything (secret names and content rules aside), after `extra`.
 fn allow_all(extra: &str) -> String {
@@ -367,6 +367,61 @@ keywords = ["token="]"#,
         json!({"oldPath": g.abs("notes/plain.txt"), "newPath": g.abs("config/plain.txt")}),
     );
     assert!(g.exists("config/plain.txt"));
+}
+
+/// `_fsgate/rename` of `from` to `to` in `g`.
+fn rename(g: &Gate, from: &str, to: &str) -> Result<Value, crate::common::RpcError> {
+    g.call(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs(from), "newPath": g.abs(to)}),
+    )
+}
+
+/// A file the policy keeps from being read by its path cannot be read after a move of
+/// the directory it is in, whichever rule keeps it (a path rule, or a content rule
+/// scoped to a path): the move is refused as the file's own move is.
+#[test]
+fn moving_a_directory_cannot_make_a_file_in_it_readable() {
+    let extra = r#"[content]
+builtin = false
+[[content.rules]]
+id = "config-token"
+regex = '''token=[a-z0-9]{8,}'''
+path = '''^config/'''
+keywords = ["token="]
+[[rule]]
+id = "no-db-config"
+effect = "deny"
+ops = ["read"]
+paths = ["vault/db.yml", "vault/deep/**"]
+"#;
+    let g = Gate::with_policy(&allow_all(extra));
+    g.put("vault/db.yml", "password: prod-db-pass-8841\n");
+    g.put("vault/notes.txt", "plain\n");
+    g.put("vault/deep/x/key.txt", "k\n");
+    g.put("config/app.txt", "token=abcdefgh12\n");
+    g.put("notes/todo.txt", "token=abcdefgh12\n");
+    g.put("docs/a.txt", "a\n");
+    let refused = |from: &str, to: &str, rule: &str| {
+        let e = assert_code(rename(&g, from, to), REFUSED);
+        assert_eq!(rule_of(&e), rule, "{from} -> {to}: {e:?}");
+        assert!(g.exists(from) && !g.exists(to), "{from} -> {to} moved");
+    };
+    // Denied by path: neither the file nor its directory (nor one above) moves.
+    refused("vault/db.yml", "db.txt", "no-db-config");
+    refused("vault", "cfg", "no-db-config");
+    refused("vault/deep", "shallow", "no-db-config");
+    assert_code(
+        g.call("fs/read_text_file", json!({"path": g.abs("cfg/db.yml")})),
+        NOT_FOUND,
+    );
+    // A content rule scoped to `config/`: its secret neither leaves nor enters by a
+    // directory's move.
+    refused("config", "public", "content:config-token");
+    refused("notes", "config/notes", "content:config-token");
+    // Directories of readable files still move.
+    rename(&g, "docs", "docs2").expect("docs moves");
+    assert_eq!(g.get("docs2/a.txt").as_deref(), Some(&b"a\n"[..]));
 }
 
 #[test]

@@ -81,7 +81,8 @@ impl Cx<'_> {
 
     /// For a recursive change of the directory `src` holding `entries`: every entry
     /// must be visible and deletable, and (when moved to `dst`) writable at its new
-    /// place.
+    /// place; a moved file must be readable where it is, as a file moved alone must,
+    /// so that moving its directory cannot make readable what was not.
     pub(super) fn check_subtree(
         &self,
         src: &RelPath,
@@ -109,9 +110,30 @@ impl Cx<'_> {
                 let target = RelPath::parse_rooted(&format!("/{}/{}", dst.as_str(), rest.as_str()))
                     .unwrap_or_else(|_| dst.clone());
                 self.check_entry(write, &target, &pf, shown, facts)?;
+                if e.kind == FileKind::File {
+                    self.check_moved_file(&e.path, &target, (&pf, shown), facts)?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// A file moved with its directory from `src` to `dst`: readable at `src`, and its
+    /// content decided at both ends when the content rules depend on the path (if they
+    /// do not, a read at `dst` decides it as a read at `src` would).
+    fn check_moved_file(
+        &self,
+        src: &RelPath,
+        dst: &RelPath,
+        (pf, shown): (&fsgate_decide::PathFacts, &str),
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        self.check_entry(Access::Class(OpClass::Read), src, pf, shown, facts)?;
+        let scanner = self.pol.content_scanner();
+        if !scanner.is_some_and(fsgate_policy::ContentScanner::depends_on_path) {
+            return Ok(());
+        }
+        self.check_moved_content((src, dst), (shown, shown), facts)
     }
 
     pub(super) fn is_real_dir(&self, real: &RelPath) -> bool {

@@ -323,6 +323,14 @@ impl ContentScanner {
         self.ops[op as usize]
     }
 
+    /// Whether a finding can depend on the file's path: a rule or an allowlist with a
+    /// path condition. If none has one, content is decided alike at every path.
+    pub fn depends_on_path(&self) -> bool {
+        let has_paths = |a: &Allow| !a.paths.is_empty();
+        self.global.iter().any(has_paths)
+            || (self.rules.iter()).any(|r| r.path.is_some() || r.allowlists.iter().any(has_paths))
+    }
+
     /// The ids of the rules that can report (`content:<id>`), in load order.
     pub(crate) fn rule_ids(&self) -> impl Iterator<Item = &str> {
         self.rules

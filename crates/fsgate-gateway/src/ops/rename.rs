@@ -309,8 +309,7 @@ impl Cx<'_> {
     /// A moved file where it goes: writable, at the larger of its size and the size of
     /// the file it replaces, and its content passes the content rules at both ends
     /// (they can depend on the path, and a move must not carry a secret out of a rule's
-    /// reach). A file over both the read limit and a process's (through the view) can
-    /// be read by no door, here or there.
+    /// reach).
     fn check_file_move(&self, e: &Ends, facts: &mut Facts) -> Result<(), GatewayError> {
         let src = self.file_facts(&e.sres.real, true);
         let replaced = self.file_facts(&e.dres.real, e.dres.exists);
@@ -326,21 +325,34 @@ impl Cx<'_> {
         if self.pol.content_scanner().is_none() {
             return Ok(());
         }
+        self.check_moved_content(
+            (&e.sres.real, &e.dres.real),
+            (&e.src.shown, &e.dst.shown),
+            facts,
+        )
+    }
+
+    /// The content of a file moved from `src` to `dst` passes the content rules at both
+    /// ends. A file over both the read limit and a process's (through the view) can be
+    /// read by no door, here or there.
+    pub(crate) fn check_moved_content(
+        &self,
+        (src, dst): (&RelPath, &RelPath),
+        (src_shown, dst_shown): (&str, &str),
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
         let l = self.pol.limits();
         let readable = l.max_read_bytes.max(l.max_process_file_bytes);
         // Held while it is scanned: room for it first (see `budget`).
         let (budget, waiting) = (self.budget, facts.waiting);
         let lease = |size| facts.lease = Some(budget.lease_as(size, waiting));
-        let content = match self
-            .workspace
-            .read_file_sized(&e.sres.real, readable, lease)
-        {
+        let content = match self.workspace.read_file_sized(src, readable, lease) {
             Ok(c) => c,
             Err(WsError::TooLarge { .. }) => return Ok(()),
-            Err(err) => return Err(ws_error(err, &e.src.shown)),
+            Err(err) => return Err(ws_error(err, src_shown)),
         };
-        self.check_content(OpClass::Read, &e.sres.real, &content.bytes, &e.src.shown)?;
-        self.check_content(OpClass::Write, &e.dres.real, &content.bytes, &e.dst.shown)
+        self.check_content(OpClass::Read, src, &content.bytes, src_shown)?;
+        self.check_content(OpClass::Write, dst, &content.bytes, dst_shown)
     }
 }
 

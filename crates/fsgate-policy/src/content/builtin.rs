@@ -53,8 +53,9 @@ pub(crate) const BUILTIN_CONTENT_RULES: &[BuiltinRule] = &[
         id: "private-key",
         description: "PEM private key block (RSA, EC, DSA, OpenSSH, PKCS#8, PGP), with its body",
         // A body of at least 64 base64/header characters is required, so code that only
-        // names the BEGIN/END markers (a PEM parser) is not a finding.
-        regex: r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s:,.-]{64,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
+        // names the BEGIN/END markers (a PEM parser) is not a finding. A backslash is
+        // body too: a key kept in a JSON string has its line breaks written `\n`.
+        regex: r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s:,.\\-]{64,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
         secret_group: None,
         entropy: None,
         keywords: &["-----begin"],

@@ -752,3 +752,37 @@ fn text_dense_with_keywords_goes_to_the_automaton() {
     assert_eq!(seen, super::occurring_overlapping(ac, code.as_bytes(), n));
     assert_eq!(stops, 100);
 }
+
+#[test]
+fn only_rules_or_allowlists_with_paths_depend_on_the_path() {
+    let scanner = |content: &str| policy(content).content_scanner().cloned().expect("scanner");
+    assert!(!scanner("[content]\n").depends_on_path());
+    let rule =
+        "[content]\nbuiltin = false\n[[content.rules]]\nid = \"a\"\nregex = '''tok_[0-9]{6}'''\n";
+    assert!(!scanner(rule).depends_on_path());
+    assert!(scanner(&format!("{rule}path = '''^config/'''\n")).depends_on_path());
+    let own = format!("{rule}[[content.rules.allowlists]]\npaths = ['''\\.md$''']\n");
+    assert!(scanner(&own).depends_on_path());
+    let global = format!("{rule}[[content.allowlists]]\npaths = ['''^tests/''']\n");
+    assert!(scanner(&global).depends_on_path());
+    let targeted = format!("{global}targetRules = [\"a\"]\n");
+    assert!(scanner(&targeted).depends_on_path());
+    let regexes = format!("{rule}[[content.allowlists]]\nregexes = ['''123456''']\n");
+    assert!(!scanner(&regexes).depends_on_path());
+}
+
+/// A key kept in a JSON string (a cloud service account's file) has its line breaks
+/// written `\n`: found as the same key with real line breaks is.
+#[test]
+fn a_private_key_inside_a_json_string_is_found() {
+    let pol = policy("[content]\n");
+    let escaped = pem().trim_end().replace('\n', "\\n");
+    let json =
+        format!("{{\n  \"type\": \"service_account\",\n  \"private_key\": \"{escaped}\\n\"\n}}\n");
+    assert_eq!(
+        hits(&pol, "sa.json", &json),
+        vec![("content:private-key".into(), 3)]
+    );
+    let crlf = pem().trim_end().replace('\n', "\\r\\n");
+    assert_eq!(hits(&pol, "k.json", &format!("\"{crlf}\"")).len(), 1);
+}
