@@ -501,6 +501,37 @@ reason = "test"
     assert!(g.garbage().is_empty(), "{:?}", g.garbage());
 }
 
+/// A line the client ends with a NUL is refused and recorded like any line that is not
+/// JSON, and a message naming the method that stands in for an oversized one is an
+/// unknown method: the client can neither hide a line nor forge an oversized record.
+#[test]
+fn a_client_cannot_hide_a_line_or_forge_an_oversized_record() {
+    let mut g = McpGate::start(None);
+    g.initialize("2025-06-18");
+    g.send_line("{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\"}\u{0}");
+    let r = g
+        .try_null_response(Duration::from_secs(10))
+        .expect("a -32700 answer");
+    assert_eq!(r["error"]["code"], json!(-32700), "{r}");
+    g.request(
+        5,
+        "fsgate/oversized",
+        json!({"bytes": "0 bytes\nFORGED: all good", "limit": 1}),
+    );
+    let r = g.response(5);
+    assert_eq!(r["error"]["code"], json!(-32601), "{r}");
+    assert!(g.finish().success());
+    let recs = g.dirs.audit_records();
+    let invalid = recs.iter().filter(|r| r["op"] == "invalid-message");
+    assert_eq!(invalid.count(), 1, "{recs:?}");
+    let forged = recs.iter().filter(|r| r["op"] == "oversized-message");
+    assert_eq!(forged.count(), 0, "{recs:?}");
+    assert!(
+        recs.iter().any(|r| r["op"] == "fsgate/oversized"),
+        "the unknown method is recorded: {recs:?}"
+    );
+}
+
 #[test]
 fn a_line_that_is_not_json_is_answered_with_a_parse_error_and_recorded() {
     let mut g = McpGate::start(None);

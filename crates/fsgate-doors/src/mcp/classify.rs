@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::era::Marked;
 use super::flow::id_key;
-use super::guard::OVERSIZED_METHOD;
+use super::guard::STAND_IN;
 
 use fsgate_base::error::code;
 
@@ -44,10 +44,22 @@ pub(crate) enum Line {
     Cancel(Option<String>),
 }
 
+/// What a line read through the stdio door's guard (`guard.rs`) is: its stand-in for
+/// an oversized line (a NUL first), what is left of that line (a NUL last), or a line
+/// the client sent, judged by [`classify`].
+pub(crate) fn classify_guarded(line: &[u8]) -> Line {
+    let body = line.trim_ascii();
+    match body {
+        [STAND_IN, stand_in @ ..] => oversized(stand_in),
+        [.., 0] => Line::Skip,
+        _ => classify(line),
+    }
+}
+
 /// What a line is, judged without building it as a JSON value.
 pub(crate) fn classify(line: &[u8]) -> Line {
     let body = line.trim_ascii();
-    if body.is_empty() || body.ends_with(b"\0") {
+    if body.is_empty() {
         return Line::Skip;
     }
     if let Err(e) = serde_json::from_slice::<IgnoredAny>(body) {
@@ -81,8 +93,6 @@ pub(crate) fn classify(line: &[u8]) -> Line {
         return Line::Refuse(name, id.filter(|_| usable).unwrap_or(Value::Null), err);
     }
     match (env.method, id) {
-        (Some(m), Some(id)) if m == OVERSIZED_METHOD => oversized(body, id),
-        (Some(m), None) if m == OVERSIZED_METHOD => oversized(body, Value::Null),
         (Some(m), Some(id)) => Line::Request {
             key: id_key(&id),
             method: m,
@@ -102,8 +112,12 @@ pub(crate) fn classify(line: &[u8]) -> Line {
 }
 
 /// The guard's stand-in for an oversized line (small: parsed whole).
-fn oversized(body: &[u8], id: Value) -> Line {
+fn oversized(body: &[u8]) -> Line {
     let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let id = (v.get("id"))
+        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+        .cloned()
+        .unwrap_or(Value::Null);
     let (bytes, limit) = (&v["params"]["bytes"], &v["params"]["limit"]);
     let message = format!(
         "message of {bytes} bytes exceeds the limit of {limit} bytes (rule limits.max_message_bytes); it was discarded"
@@ -151,10 +165,41 @@ mod tests {
         }
     }
 
+    /// Only the guard's marks make a stand-in or a skipped line: a client's message
+    /// naming the stand-in's method is a request like any other, and a line of the
+    /// client's ending in a NUL is refused (0x01 here: the guard passes its NULs so).
+    #[test]
+    fn only_the_guards_marks_are_stand_ins() {
+        let guarded = |line: &[u8]| match classify_guarded(line) {
+            Line::Skip => "skip".into(),
+            Line::Refuse(name, id, (code, message)) => {
+                format!("refuse {name} {id} {code} {message}")
+            }
+            other => format!("{}", matches!(other, Line::Request { .. })),
+        };
+        assert_eq!(guarded(b"{\"a\":\0\n"), "skip");
+        let stand_in = b"\0{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"fsgate/oversized\",\"params\":{\"bytes\":900,\"limit\":64}}\n";
+        let said = guarded(stand_in);
+        assert!(
+            said.starts_with("refuse oversized-message 7 -32600 message of 900 bytes"),
+            "{said}"
+        );
+        let forged = &stand_in[1..];
+        assert_eq!(guarded(forged), "true");
+        assert_eq!(
+            kind(std::str::from_utf8(forged).unwrap()),
+            "request 7 fsgate/oversized"
+        );
+        assert!(
+            guarded(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\x01\n")
+                .starts_with("refuse invalid-message null -32700")
+        );
+        assert_eq!(kind("{\"a\":\0\n"), "refuse invalid-message null -32700");
+    }
+
     #[test]
     fn lines_are_told_apart() {
         assert_eq!(kind("  \n"), "skip");
-        assert_eq!(kind("{\"a\":\0\n"), "skip");
         assert_eq!(kind("not json"), "refuse invalid-message null -32700");
         assert_eq!(
             kind("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]"),
@@ -197,12 +242,6 @@ mod tests {
             (
                 j("\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":4}"),
                 "cancel Some(\"4\")",
-            ),
-            (
-                j(&format!(
-                    "\"id\":9,\"method\":\"{OVERSIZED_METHOD}\",\"params\":{{\"bytes\":9000,\"limit\":4096}}"
-                )),
-                "refuse oversized-message 9 -32600",
             ),
         ];
         for (line, want) in cases {

@@ -4,6 +4,10 @@
 //! followed by a small stand-in message carrying the original id (null if none could be
 //! found), which the input pump records and answers with a JSON-RPC error naming the
 //! limit. The session goes on.
+//!
+//! The guard's marks are NUL bytes (the end of a cut line, the start of a stand-in),
+//! which no valid message holds: a NUL the client sent is passed on as byte 0x01 (as
+//! invalid in JSON), so that the client can neither forge a mark nor hide a line.
 
 use std::io;
 use std::pin::Pin;
@@ -20,6 +24,12 @@ const KEEP: usize = 512;
 
 /// Appended to the kept part of an oversized line: a NUL makes it invalid JSON.
 const CUT: &[u8] = b"\0\n";
+
+/// Starts the stand-in of an oversized line.
+pub(super) const STAND_IN: u8 = 0;
+
+/// What a NUL the client sent is passed on as.
+const CLIENT_NUL: u8 = 1;
 
 /// Passes lines through unchanged, and replaces the part beyond `max` of any longer one.
 pub(super) struct LineGuard<R> {
@@ -73,7 +83,13 @@ impl<R> LineGuard<R> {
             if !self.cutting {
                 let room = self.max.saturating_sub(self.len);
                 let pass = &seg[..seg.len().min(room)];
+                let at = self.out.len();
                 self.out.extend_from_slice(pass);
+                for b in &mut self.out[at..] {
+                    if *b == 0 {
+                        *b = CLIENT_NUL;
+                    }
+                }
                 let want = KEEP.saturating_sub(self.head.len()).min(pass.len());
                 self.head.extend_from_slice(&pass[..want]);
                 if seg.len() > room {
@@ -113,6 +129,7 @@ impl<R> LineGuard<R> {
                 "method": OVERSIZED_METHOD,
                 "params": {"bytes": self.len, "limit": self.max},
             });
+            self.out.push(STAND_IN);
             self.out.extend_from_slice(msg.to_string().as_bytes());
         }
         self.out.push(b'\n');
@@ -214,6 +231,25 @@ mod tests {
         out
     }
 
+    /// A stand-in line: its mark, then the message.
+    fn stand_in(line: &str) -> Value {
+        let Some(message) = line.strip_prefix('\0') else {
+            panic!("no stand-in mark: {line:?}");
+        };
+        serde_json::from_str(message).unwrap()
+    }
+
+    /// The client cannot make the guard's marks: its NULs pass as 0x01, in a line cut
+    /// short too, and nothing else changes.
+    #[tokio::test]
+    async fn a_nul_the_client_sent_is_no_mark() {
+        let out = guard(b"\0{\"a\":1}\0\n{\"b\":\"\0\"}\n", 64).await;
+        assert_eq!(out, b"\x01{\"a\":1}\x01\n{\"b\":\"\x01\"}\n");
+        let out = guard(&[b"\0".repeat(100), b"\n".to_vec()].concat(), 10).await;
+        let first = out.split(|&b| b == b'\n').next().unwrap_or_default();
+        assert_eq!(first, [[1; 10].as_slice(), b"\0"].concat());
+    }
+
     #[tokio::test]
     async fn short_lines_pass_unchanged() {
         let input = b"{\"a\":1}\n\n{\"b\":2}\npartial";
@@ -231,7 +267,7 @@ mod tests {
         let lines: Vec<&str> = out.split('\n').collect();
         assert_eq!(lines[0].len(), 101, "kept part plus NUL");
         assert!(lines[0].ends_with('\0'));
-        let v: Value = serde_json::from_str(lines[1]).unwrap();
+        let v = stand_in(lines[1]);
         assert_eq!(v["id"], json!(7));
         assert_eq!(v["method"], json!(OVERSIZED_METHOD));
         assert_eq!(v["params"]["bytes"], json!(big.len()));
@@ -245,7 +281,7 @@ mod tests {
             "q".repeat(3000)
         );
         let out = String::from_utf8(guard(format!("{big}\n").as_bytes(), 64).await).unwrap();
-        let v: Value = serde_json::from_str(out.split('\n').nth(1).unwrap()).unwrap();
+        let v = stand_in(out.split('\n').nth(1).unwrap());
         assert_eq!(v["id"], json!("abc"));
     }
 
@@ -256,7 +292,7 @@ mod tests {
             "q".repeat(3000)
         );
         let out = String::from_utf8(guard(big.as_bytes(), 64).await).unwrap();
-        let v: Value = serde_json::from_str(out.split('\n').nth(1).unwrap()).unwrap();
+        let v = stand_in(out.split('\n').nth(1).unwrap());
         assert_eq!(v["id"], Value::Null);
         let out = guard(&[b'a'; 5000], 64).await;
         assert_eq!(out.len(), 64 + CUT.len());

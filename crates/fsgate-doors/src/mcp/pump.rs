@@ -32,7 +32,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 use super::call::{Call, Unrun};
-use super::classify::{Line, classify};
+use super::classify::{Line, classify_guarded};
 use super::direct::Job;
 use super::pump_replies::{Handover, Pump, record};
 
@@ -89,7 +89,7 @@ impl Pump {
     /// Records, answers or admits one line; Some: the message for the SDK. `more`: lines
     /// after it are already read.
     async fn take_in(&self, line: &[u8], more: bool) -> Option<Handover> {
-        match classify(line) {
+        match classify_guarded(line) {
             Line::Skip => None,
             Line::Refuse(name, id, err) => {
                 self.reply(&self.ctx, name, id, Err(err)).await;
