@@ -57,6 +57,11 @@ fn secrets_deny_every_op_in_any_case() {
         ".git",
         "sub/.git/HEAD",
         ".netrc",
+        ".env-prod",
+        "deploy/.env_local",
+        "prod.env",
+        "Docker.ENV",
+        ".flaskenv",
     ] {
         for op in OpClass::ALL {
             let d = pol.decide(op, &p(path), EntryKind::Unknown);
@@ -67,6 +72,11 @@ fn secrets_deny_every_op_in_any_case() {
     for ok in [
         ".gitignore",
         "environment.md",
+        ".environment",
+        ".venv",
+        "env.py",
+        "src/dotenv.rs",
+        "prod.env.md",
         "src/keyboard.rs",
         "id_rsa.pub.md",
     ] {

@@ -10,7 +10,8 @@ use fsgate_decide::{SecretPattern, Secrets, Waivers};
 
 /// Built-in secret-name patterns: (id, regex), matched case-insensitively per component.
 pub(crate) const BUILTIN_SECRETS: &[(&str, &str)] = &[
-    ("dotenv", r"^\.env(rc)?(\..*)?$"),
+    // `.env`, `.envrc`, `.env.local`, `.env-prod`, `.env_test`, `prod.env`, `.flaskenv`.
+    ("dotenv", r"^\.env(rc)?([._-].*)?$|\.env$|^\.flaskenv$"),
     ("ssh-private-key", r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$"),
     ("ssh-dir", r"^\.ssh$"),
     (
