@@ -401,3 +401,97 @@ fn view_without_landlock_the_command_is_not_run() {
         "Landlock is missing (this kernel has no Landlock",
     );
 }
+
+/// Processes writing files through shared mappings while as many others open, write
+/// and close the same files: each close applies its write and takes the old pages
+/// back, which waits for the mappings' writeback, served by the view's own threads.
+const MAPPED_AND_CLOSED: &str = r#"
+import os, mmap, sys, time
+st = os.stat(".")
+open(sys.argv[1], "w").write("%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)))
+n = int(sys.argv[2])
+for i in range(n):
+    open("m%d.bin" % i, "wb").write(b"\0" * (1 << 20))
+kids = []
+for i in range(n):
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open("m%d.bin" % i, os.O_RDWR)
+        m = mmap.mmap(fd, 1 << 20, mmap.MAP_SHARED)
+        t, k = time.time(), 0
+        while time.time() - t < 4:
+            for off in range(0, 1 << 20, 4096):
+                m[off] = k & 255
+            k += 1
+        os._exit(0)
+    kids.append(pid)
+time.sleep(0.5)
+for i in range(n):
+    pid = os.fork()
+    if pid == 0:
+        for _ in range(20):
+            fd = os.open("m%d.bin" % i, os.O_RDWR)
+            os.pwrite(fd, b"z", 5000)
+            os.close(fd)
+        os._exit(0)
+    kids.append(pid)
+bad = [p for p in kids if os.waitpid(p, 0)[1] != 0]
+print("done" if not bad else "failed: %d" % len(bad))
+"#;
+
+/// More closes at once than the view has threads, each of a file other processes write
+/// through shared mappings: every close ends, and so does the run. Before, each close
+/// waited in the kernel for a writeback that only the view's threads could serve, all
+/// of them waiting alike: the command and the gateway hung for good, `kill -9` too.
+#[test]
+fn view_closes_of_files_written_through_shared_mappings_never_stall_the_view() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("mapped.py"), MAPPED_AND_CLOSED).expect("write");
+    let (_out, outside) = canonical_tempdir("fsgate-faults-conn");
+    let conn = outside.join("conn.txt");
+    let mut cmd = ws.fsgate("run");
+    cmd.args(["--no-confine", "--", "python3", "mapped.py"])
+        .arg(&conn)
+        .arg("12")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn fsgate run");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            abort_connection(&std::fs::read_to_string(&conn).unwrap_or_default());
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("the view stalled: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "done", "{stderr}");
+    let applied = (ws.records().iter())
+        .filter(|r| r["op"] == "write_text_file" && r["outcome"] == "ok")
+        .count();
+    assert!(applied >= 12, "{applied} writes applied\n{stderr}");
+}
+
+/// Ends a stalled view's FUSE connection `dev` (`MAJOR:MINOR` of its mount) through
+/// fusectl, so that a failing test leaves no process no signal can end.
+fn abort_connection(dev: &str) {
+    let Some(minor) = dev.split(':').nth(1) else {
+        return;
+    };
+    let (_dir, ctl) = canonical_tempdir("fsgate-fusectl");
+    let mounted = Command::new("mount")
+        .args(["-t", "fusectl", "none"])
+        .arg(&ctl)
+        .status()
+        .is_ok_and(|s| s.success());
+    if mounted {
+        let _ = std::fs::write(ctl.join(minor).join("abort"), "1");
+        let _ = Command::new("umount").arg(&ctl).status();
+    }
+}

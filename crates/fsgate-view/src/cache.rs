@@ -28,7 +28,8 @@
 //! attributes are asked again.
 
 use std::ffi::OsStr;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use fuser::{FopenFlags, INodeNo, Notifier};
@@ -36,10 +37,30 @@ use fuser::{FopenFlags, INodeNo, Notifier};
 /// How long the kernel keeps a name or a node's attributes.
 pub(crate) const TTL: Duration = Duration::from_secs(10);
 
+/// How many of the view's request threads may wait at once for the kernel to take a
+/// replaced node back: that waits for the writeback of the node's mapped pages, which
+/// the view's other threads serve, so two are always left to serve it.
+const WAITING_AT_MOST: usize = crate::THREADS - 2;
+
+/// How many nodes may wait for the invalidator's own thread; beyond, a node is left to
+/// the kernel's own checks (its pages are not kept at the next open: `read_flags`).
+const DEFERRED_AT_MOST: usize = 65_536;
+
 /// The kernel's caches, taken back when the view changes what they hold.
 #[derive(Default)]
 pub(crate) struct Invalidator {
     notifier: OnceLock<Notifier>,
+    /// Request threads taking a replaced node back now.
+    waiting: AtomicUsize,
+    /// Replaced nodes left to the invalidator's own thread.
+    deferred: Arc<Deferred>,
+}
+
+/// Replaced nodes (and their names) taken back on a thread of their own.
+#[derive(Default)]
+struct Deferred {
+    nodes: Mutex<(Vec<(u64, Option<(u64, String)>)>, bool)>,
+    wake: Condvar,
 }
 
 impl std::fmt::Debug for Invalidator {
@@ -56,23 +77,41 @@ impl Invalidator {
 
     /// Node `ino`, found as `name` in `parent`, was replaced by a change of the view's:
     /// its attributes and pages, and the name, are asked again. Called where the kernel
-    /// holds no lock of the directory (a close or a sync), never from a lookup.
+    /// holds no lock of the directory (a close or a sync), never from a lookup. Done
+    /// before this returns unless [`WAITING_AT_MOST`] request threads are doing so
+    /// already: then on the invalidator's own thread, so that every thread of the view
+    /// waiting on a writeback only its threads can serve is never possible.
     pub(crate) fn replaced(&self, ino: u64, at: Option<(u64, String)>) {
         let Some(n) = self.notifier.get() else {
             return;
         };
-        // ENOENT: the kernel no longer holds it, nothing to take back.
-        if let Err(e) = n.inval_inode(INodeNo(ino), 0, 0)
-            && e.raw_os_error() != Some(libc::ENOENT)
-        {
-            tracing::debug!("view: invalidating node {ino}: {e}");
+        let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
+        if waiting < WAITING_AT_MOST {
+            take_back(n, ino, at);
+        } else {
+            self.defer(n, ino, at);
         }
-        if let Some((parent, name)) = at
-            && let Err(e) = n.inval_entry(INodeNo(parent), OsStr::new(&name))
-            && e.raw_os_error() != Some(libc::ENOENT)
-        {
-            tracing::debug!("view: invalidating a name in node {parent}: {e}");
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Leaves node `ino` to the invalidator's thread, started the first time.
+    fn defer(&self, n: &Notifier, ino: u64, at: Option<(u64, String)>) {
+        let Ok(mut queue) = self.deferred.nodes.lock() else {
+            return;
+        };
+        if queue.0.len() >= DEFERRED_AT_MOST {
+            tracing::debug!("view: node {ino} left to the kernel's own checks");
+            return;
         }
+        queue.0.push((ino, at));
+        if !queue.1 {
+            let (deferred, n) = (Arc::clone(&self.deferred), n.clone());
+            let started = std::thread::Builder::new()
+                .name("fsgate-inval".into())
+                .spawn(move || deferred.serve(&n));
+            queue.1 = started.is_ok();
+        }
+        self.deferred.wake.notify_one();
     }
 
     /// The entry `name` of directory `parent` (and `node`, the node it held, if any)
@@ -95,6 +134,45 @@ impl Invalidator {
             quiet("a node", n.inval_inode(INodeNo(node), 0, 0));
         }
         quiet("a directory", n.inval_inode(INodeNo(parent), 0, 0));
+    }
+}
+
+impl Deferred {
+    /// Takes back the nodes left here, for as long as the view runs.
+    fn serve(&self, n: &Notifier) {
+        loop {
+            let batch = {
+                let Ok(mut queue) = self.nodes.lock() else {
+                    return;
+                };
+                while queue.0.is_empty() {
+                    queue = match self.wake.wait(queue) {
+                        Ok(q) => q,
+                        Err(_) => return,
+                    };
+                }
+                std::mem::take(&mut queue.0)
+            };
+            for (ino, at) in batch {
+                take_back(n, ino, at);
+            }
+        }
+    }
+}
+
+/// Asks the kernel to drop node `ino`'s attributes and pages, and the name `at`.
+fn take_back(n: &Notifier, ino: u64, at: Option<(u64, String)>) {
+    // ENOENT: the kernel no longer holds it, nothing to take back.
+    if let Err(e) = n.inval_inode(INodeNo(ino), 0, 0)
+        && e.raw_os_error() != Some(libc::ENOENT)
+    {
+        tracing::debug!("view: invalidating node {ino}: {e}");
+    }
+    if let Some((parent, name)) = at
+        && let Err(e) = n.inval_entry(INodeNo(parent), OsStr::new(&name))
+        && e.raw_os_error() != Some(libc::ENOENT)
+    {
+        tracing::debug!("view: invalidating a name in node {parent}: {e}");
     }
 }
 
