@@ -56,10 +56,13 @@ pub(crate) struct Invalidator {
     deferred: Arc<Deferred>,
 }
 
-/// Replaced nodes (and their names) taken back on a thread of their own.
+/// A replaced node, and the name it was found as (its directory's node and the name).
+type Replaced = (u64, Option<(u64, String)>);
+
+/// Replaced nodes taken back on a thread of their own, and whether it was started.
 #[derive(Default)]
 struct Deferred {
-    nodes: Mutex<(Vec<(u64, Option<(u64, String)>)>, bool)>,
+    nodes: Mutex<(Vec<Replaced>, bool)>,
     wake: Condvar,
 }
 
