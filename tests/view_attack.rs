@@ -450,6 +450,35 @@ print('ls', sorted(os.listdir('.')))
     }
 }
 
+/// A link through a link: `d/e/up` leads to the root (allowed), and a link whose target
+/// goes down through `up` and then climbs with `..` would lead out of the workspace
+/// once the run is over, where the host's tools follow it: it is refused, as is any
+/// target with a `..` after a name.
+#[test]
+fn view_attack_a_link_climbing_through_another_link_is_refused() {
+    let script = r#"
+os.makedirs('d/e')
+call('up', lambda: os.symlink('../..', 'd/e/up'))
+call('through-up', lambda: os.symlink('d/e/up/../../etc/hostname', 's4'))
+call('name-then-up', lambda: os.symlink('d/../a.txt', 's5'))
+call('ups-first', lambda: os.symlink('../../a.txt', 'd/e/s6'))
+"#;
+    for user in BOTH {
+        let ws = Ws::new(user);
+        let got = ws.attack(user, script);
+        assert_eq!(
+            got, "up ok\nthrough-up EPERM\nname-then-up EPERM\nups-first ok\n",
+            "{user:?}"
+        );
+        for refused in ["s4", "s5"] {
+            assert!(
+                std::fs::symlink_metadata(ws.root.join(refused)).is_err(),
+                "{user:?}: {refused} made"
+            );
+        }
+    }
+}
+
 /// Renaming a secret to a name the policy allows (or moving its directory, or
 /// exchanging it with a file) to read it: the secret does not exist (ENOENT), nothing
 /// moves, and the lookup is recorded as refused.

@@ -2,7 +2,8 @@
 //! write of the link's path. The target is the caller's choice: one that is absolute,
 //! or that leads out of the workspace read lexically from the link's directory, is
 //! refused, since a link planted to the outside would later mislead the host's tools
-//! and the other doors' callers.
+//! and the other doors' callers. So is one with a `..` after a name: the kernel takes
+//! that `..` from wherever the name leads, which another link can make any place.
 
 use crate::ops::cx::Cx;
 
@@ -26,9 +27,11 @@ use fsgate_workspace::{Follow, MAX_TARGET_BYTES};
 pub const RULE_LINK_TARGET: &str = "workspace-link-target";
 
 /// Why `target`, the target of a link made at `link`, is refused, if it is: empty, too
-/// long, absolute, or leading above the workspace's root when its `..` are taken from
-/// the link's own directory (lexically: what the kernel meets there is the view's
-/// business, decided again at every step).
+/// long, absolute, leading above the workspace's root when its `..` are taken from
+/// the link's own directory, or with a `..` after a name. A target of `..`s first and
+/// names after is read by the kernel as it reads here: each `..` from a directory
+/// itself (the link's, then its parents), each name down from there; a name that is a
+/// link leads where that link's own target, checked alike, leads.
 pub fn target_refusal(link: &RelPath, target: &str) -> Option<&'static str> {
     refusal_at(link.components().count().saturating_sub(1), target)
 }
@@ -44,14 +47,20 @@ fn refusal_at(mut depth: usize, target: &str) -> Option<&'static str> {
     if target.starts_with('/') {
         return Some("an absolute target, which leads outside the workspace");
     }
+    let mut named = false;
     for part in target.split('/') {
         match part {
             "" | "." => {}
+            ".." if named => {
+                return Some(
+                    "a target with `..` after a name (that name could be a link leading anywhere; write the `..`s first)",
+                );
+            }
             ".." if depth == 0 => {
                 return Some("a target that climbs out of the workspace");
             }
             ".." => depth -= 1,
-            _ => depth += 1,
+            _ => (named, depth) = (true, depth + 1),
         }
     }
     None
@@ -224,7 +233,7 @@ mod tests {
             ("/node_modules/.bin/x", "../pkg/bin/x"),
             ("/v/lib64", "lib"),
             ("/d/e/l", "../../a"),
-            ("/d/l", "./x/../../y"),
+            ("/d/e/l", "./.././../a/./b/"),
         ];
         for (link, to) in inside {
             assert_eq!(target_refusal(&rel(link), to), None, "{link} -> {to}");
@@ -234,6 +243,8 @@ mod tests {
             ("/b", "../outside"),
             ("/d/l", "../../outside"),
             ("/d/l", "x/../../../y"),
+            ("/d/l", "./x/../y"),
+            ("/a/b/c/d/x", "up/../../../../../etc/hostname"),
             ("/b", ""),
         ];
         for (link, to) in outside {
@@ -243,7 +254,8 @@ mod tests {
     }
 
     proptest! {
-        /// A target allowed never climbs above the root at any step, read lexically.
+        /// A target allowed never climbs above the root at any step, read lexically,
+        /// and has no `..` after a name.
         #[test]
         fn an_allowed_target_never_climbs_above_the_root(
             depth in 0usize..4,
@@ -254,17 +266,18 @@ mod tests {
             let link = rel(&format!("/{}", [dirs.clone(), vec!["l".into()]].concat().join("/")));
             let target = parts.join("/");
             let mut at = depth as i64;
-            let mut climbed = false;
+            let (mut climbed, mut named, mut after_name) = (false, false, false);
             for p in &parts {
                 match p.as_str() {
                     "" | "." => {}
-                    ".." => { at -= 1; climbed |= at < 0; }
-                    _ => at += 1,
+                    ".." => { at -= 1; climbed |= at < 0; after_name |= named; }
+                    _ => { at += 1; named = true; }
                 }
             }
             let refused = target_refusal(&link, &target).is_some();
             let absolute = target.starts_with('/');
-            prop_assert_eq!(refused, climbed || absolute || target.is_empty());
+            let bad = climbed || absolute || target.is_empty() || after_name;
+            prop_assert_eq!(refused, bad);
         }
     }
 
