@@ -803,6 +803,39 @@ fn view_an_open_file_answers_fstat_after_its_removal() {
     assert_eq!(stdout, "size 6\nhello\n");
 }
 
+/// A file that loses its name while a process still writes it (removed, or renamed
+/// over by another's atomic save) takes that process's later writes nowhere, as on a
+/// disk: the removed file stays removed, an unnamed scratch file (Python's
+/// `TemporaryFile`, made and removed at once) leaves nothing, and the save is kept.
+#[test]
+fn view_writes_to_a_file_that_lost_its_name_go_nowhere() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("b.txt"), "keep\n").expect("write");
+    let script = "import os, tempfile\n\
+        fd = os.open('c.txt', os.O_CREAT | os.O_WRONLY)\n\
+        os.write(fd, b'hello'); os.unlink('c.txt'); os.write(fd, b' world'); os.close(fd)\n\
+        f = tempfile.TemporaryFile(dir='.'); f.write(b'scratch'); f.seek(0)\n\
+        print(f.read().decode()); f.close()\n\
+        fd = os.open('b.txt', os.O_WRONLY | os.O_APPEND); os.write(fd, b'late\\n')\n\
+        open('n.tmp', 'w').write('saved\\n'); os.rename('n.tmp', 'b.txt'); os.close(fd)\n\
+        print(sorted(n for n in os.listdir('.') if not n.startswith('.')), open('b.txt').read(), end='')\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout, "scratch\n['a.txt', 'b.txt'] saved\n");
+    let mut left: Vec<String> = std::fs::read_dir(&ws.root)
+        .expect("ls")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    left.sort();
+    assert_eq!(left, ["a.txt", "b.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
+        "saved\n"
+    );
+}
+
 /// A process the command left running ends with it: the run ends, and the view with it.
 #[test]
 fn view_the_commands_tree_ends_with_it() {

@@ -58,6 +58,9 @@ pub(crate) struct Nodes {
     /// keeps its node, as a file written in place keeps its inode), and back.
     aliases: HashMap<u64, u64>,
     alias_of: HashMap<u64, Vec<u64>>,
+    /// Nodes whose name a removal or a rename over it took while the kernel still held
+    /// them (a file still open): what is written to them goes nowhere, as on a disk.
+    detached: std::collections::HashSet<u64>,
 }
 
 impl Nodes {
@@ -121,6 +124,7 @@ impl Nodes {
         }
         let key = (parent, name.to_string());
         self.names.insert(key, ino);
+        self.detached.remove(&ino);
         let node = self.nodes.entry(ino).or_insert_with(|| Node {
             parent,
             name: String::new(),
@@ -170,6 +174,7 @@ impl Nodes {
             }
             self.nodes.remove(&ino);
             self.replaced.remove(&ino);
+            self.detached.remove(&ino);
             for id in self.alias_of.remove(&ino).unwrap_or_default() {
                 self.aliases.remove(&id);
             }
@@ -178,13 +183,30 @@ impl Nodes {
 
     /// `name` in `parent` was removed.
     pub(crate) fn removed(&mut self, parent: u64, name: &str) {
-        self.names.remove(&(parent, name.to_string()));
+        if let Some(ino) = self.names.remove(&(parent, name.to_string())) {
+            self.detach(ino);
+        }
+    }
+
+    /// Whether the name of `ino` was removed, or renamed over, while it was held.
+    pub(crate) fn detached(&self, ino: u64) -> bool {
+        self.detached.contains(&ino)
+    }
+
+    fn detach(&mut self, ino: u64) {
+        if self.nodes.contains_key(&ino) {
+            self.detached.insert(ino);
+        }
     }
 
     /// `name` in `parent` is now `new_name` in `new_parent`.
     pub(crate) fn moved(&mut self, from: (u64, &str), to: (u64, &str)) {
-        self.names.remove(&(to.0, to.1.to_string()));
-        let Some(ino) = self.names.remove(&(from.0, from.1.to_string())) else {
+        let over = self.names.remove(&(to.0, to.1.to_string()));
+        let moving = self.names.remove(&(from.0, from.1.to_string()));
+        if let Some(old) = over.filter(|old| Some(*old) != moving) {
+            self.detach(old);
+        }
+        let Some(ino) = moving else {
             return;
         };
         if let Some(node) = self.nodes.get_mut(&ino) {
@@ -217,6 +239,26 @@ mod tests {
         assert_ne!(node_id(77, t(1_000)), node_id(77, t(1_001)));
         assert_eq!(node_id(77, t(1_000)), node_id(77, t(1_000)));
         assert_eq!(node_id(77, None), 77);
+    }
+
+    /// A node whose name is removed, or renamed over, is detached until it is found
+    /// under a name again; the node moved is not.
+    #[test]
+    fn a_node_losing_its_name_is_detached() {
+        let mut n = Nodes::default();
+        n.found(10, ROOT, "a");
+        n.found(11, ROOT, "b");
+        n.found(12, ROOT, "c");
+        n.removed(ROOT, "a");
+        assert!(n.detached(10));
+        n.moved((ROOT, "c"), (ROOT, "b"));
+        assert!(n.detached(11) && !n.detached(12));
+        assert_eq!(n.path(12).as_deref(), Some("/b"));
+        n.found(10, ROOT, "a");
+        assert!(!n.detached(10));
+        n.removed(ROOT, "never-found");
+        n.forget(11, 1);
+        assert!(!n.detached(11));
     }
 
     /// A file a write through the view replaced keeps its node under its name; a new

@@ -153,6 +153,9 @@ impl View {
             return Ok(());
         };
         let turn = w.turn().map_err(|_| Errno::EIO)?;
+        if self.detached(w)? {
+            return Ok(());
+        }
         let Some((ino, content)) = self.take_copy(w)? else {
             return Ok(());
         };
@@ -194,6 +197,22 @@ impl View {
         });
         self.invalidator.replaced(ino, place);
         Ok(())
+    }
+
+    /// Whether the file `w` writes lost its name (removed, or renamed over) since it
+    /// was opened: then what was written goes nowhere, as on a disk, and is dropped.
+    fn detached(&self, w: &Writer) -> Result<bool, Errno> {
+        // Never both locks at once: the node table is taken without a copy's lock.
+        let ino = w.lock().map_err(|_| Errno::EIO)?.ino;
+        if !self.nodes.lock().is_ok_and(|n| n.detached(ino)) {
+            return Ok(false);
+        }
+        let mut p = w.lock().map_err(|_| Errno::EIO)?;
+        if p.dirty {
+            tracing::debug!("view: node {ino} lost its name: its writes are dropped");
+            p.dirty = false;
+        }
+        Ok(true)
     }
 
     /// What a changed copy holds, to apply (its node and content), marked as being
