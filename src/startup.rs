@@ -133,63 +133,84 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let ship = fsgate_audit::ship::ShipPlan::prepare(&audit_settings.ship)
         .map_err(|e| format!("invalid policy: {e}"))?;
     let (audit_path, audit_parent, audit) = open_audit(cfg, &audit_settings, &policy, opts, state)?;
-    let backup_settings = policy.settings().backup.clone();
-    let backup_root = cfg.backup_dir.clone().or(backup_settings.dir.clone());
-    // Several workspaces keep their backups apart: DIR/<name> each.
-    let backup_dir = match (&backup_root, cfg.several.first()) {
-        (Some(d), Some(first)) => d.join(&first.name),
-        (Some(d), None) => d.clone(),
-        (None, _) => state()?.join("backups"),
+    // From here the log holds its `start`: a failure closes it with a `stop` saying why.
+    let view = audit.tap().log();
+    let rest = || -> Result<Opened, String> {
+        let backup_settings = policy.settings().backup.clone();
+        let backup_root = cfg.backup_dir.clone().or(backup_settings.dir.clone());
+        // Several workspaces keep their backups apart: DIR/<name> each.
+        let backup_dir = match (&backup_root, cfg.several.first()) {
+            (Some(d), Some(first)) => d.join(&first.name),
+            (Some(d), None) => d.clone(),
+            (None, _) => state()?.join("backups"),
+        };
+        let backups =
+            BackupStore::open(&backup_dir, &backup_settings).map_err(|e| e.to_string())?;
+        let audit_dir = std::fs::File::open(&audit_parent).map_err(|e| {
+            format!(
+                "cannot open audit directory {}: {e}",
+                audit_parent.display()
+            )
+        })?;
+        let own = own_files(
+            cfg,
+            &policy,
+            (&audit_path, &audit_parent),
+            backup_root.clone().unwrap_or(backup_dir.clone()),
+        );
+        policy.set_floor(FixedFloor::from_entries(
+            fsgate_decide::floor::entries_inside(&root, own.clone()),
+        ));
+        let extra_rw = sink_parent(&audit_settings);
+        let stager = open_vcs(&policy, &root, &[])?;
+        let mut vcs_grants = (Vec::new(), Vec::new());
+        if let Some(s) = &stager {
+            add_vcs_grants(&mut vcs_grants, s, &root)?;
+        }
+        let mut gateway = Gateway::new(policy, workspace).with_parts(Parts {
+            audit: Some(audit),
+            backups: Some(backups),
+            vcs: stager,
+        });
+        let mut own_dirs = vec![audit_parent, backup_dir.clone()];
+        let members = Members {
+            base_policy: &base_policy,
+            own: &own,
+            backups: (&backup_settings, backup_root.as_deref()),
+        };
+        gateway = members.add_to(gateway, cfg, (&mut own_dirs, &mut vcs_grants))?;
+        let locations = show_locations(&mut gateway, cfg, &audit_path, (backup_root, backup_dir));
+        Ok(Opened {
+            gateway,
+            audit_dir,
+            policy_path: cfg.policy.clone(),
+            extra_rw,
+            extra_ro: Vec::new(),
+            own_dirs,
+            locations,
+            vcs_grants,
+            ship,
+            sibling_chain: cfg.audit_log.is_none()
+                && audit_settings.path.is_none()
+                && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
+        })
     };
-    let backups = BackupStore::open(&backup_dir, &backup_settings).map_err(|e| e.to_string())?;
-    let audit_dir = std::fs::File::open(&audit_parent).map_err(|e| {
-        format!(
-            "cannot open audit directory {}: {e}",
-            audit_parent.display()
-        )
-    })?;
-    let own = own_files(
-        cfg,
-        &policy,
-        (&audit_path, &audit_parent),
-        backup_root.clone().unwrap_or(backup_dir.clone()),
-    );
-    policy.set_floor(FixedFloor::from_entries(
-        fsgate_decide::floor::entries_inside(&root, own.clone()),
-    ));
-    let extra_rw = sink_parent(&audit_settings);
-    let stager = open_vcs(&policy, &root, &[])?;
-    let mut vcs_grants = (Vec::new(), Vec::new());
-    if let Some(s) = &stager {
-        add_vcs_grants(&mut vcs_grants, s, &root)?;
-    }
-    let mut gateway = Gateway::new(policy, workspace).with_parts(Parts {
-        audit: Some(audit),
-        backups: Some(backups),
-        vcs: stager,
-    });
-    let mut own_dirs = vec![audit_parent, backup_dir.clone()];
-    let members = Members {
-        base_policy: &base_policy,
-        own: &own,
-        backups: (&backup_settings, backup_root.as_deref()),
-    };
-    gateway = members.add_to(gateway, cfg, (&mut own_dirs, &mut vcs_grants))?;
-    let locations = show_locations(&mut gateway, cfg, &audit_path, (backup_root, backup_dir));
-    Ok(Opened {
-        gateway,
-        audit_dir,
-        policy_path: cfg.policy.clone(),
-        extra_rw,
-        extra_ro: Vec::new(),
-        own_dirs,
-        locations,
-        vcs_grants,
-        ship,
-        sibling_chain: cfg.audit_log.is_none()
-            && audit_settings.path.is_none()
-            && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
+    rest().inspect_err(|e| {
+        if let Some(log) = &view {
+            close_early(log, e);
+        }
     })
+}
+
+/// Closes `log` with a `stop` saying `start failed` and `error`, so that a reviewer
+/// reads a start that failed, not a crash.
+fn close_early(log: &fsgate_audit::AuditLog, error: &str) {
+    let mut details = Map::new();
+    details.insert("reason".into(), "start failed".into());
+    details.insert("error".into(), error.into());
+    if let Err(e) = log.close_with(details) {
+        tracing::error!("audit log: closing: {e}");
+    }
 }
 
 /// Confines the process (Landlock), applies `[sandbox] require_landlock`, starts the
@@ -289,10 +310,10 @@ fn sandbox_plan(
 /// Closes the log of a gateway that ends before it served: its `stop` says `start
 /// failed` and the error, so a reviewer reads a start that failed, not a crash.
 pub fn stop_early(gw: &Gateway, error: &str) {
-    let mut details = Map::new();
-    details.insert("reason".into(), "start failed".into());
-    details.insert("error".into(), error.into());
-    shutdown(gw, details);
+    gw.finish_background_prune();
+    if let Some(log) = gw.audit() {
+        close_early(log, error);
+    }
 }
 
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why

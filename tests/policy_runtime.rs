@@ -424,6 +424,30 @@ paths = ["vault/db.yml", "vault/deep/**"]
     assert_eq!(g.get("docs2/a.txt").as_deref(), Some(&b"a\n"[..]));
 }
 
+/// A directory's files are each checked in turn with room for one at a time: files
+/// larger than the room for content checks (twice `max_message_bytes`) do not hold it
+/// while the next waits for it (the move hung for good).
+#[test]
+fn moving_a_directory_of_large_files_under_path_scoped_content_rules_ends() {
+    let extra = r#"[limits]
+max_message_bytes = 1048576
+[content]
+builtin = false
+[[content.rules]]
+id = "config-token"
+regex = '''token=[a-z0-9]{8,}'''
+path = '''^config/'''
+keywords = ["token="]
+"#;
+    let g = Gate::with_policy(&allow_all(extra));
+    let big = "x".repeat(3 << 20);
+    g.put("build/a.txt", &big);
+    g.put("build/b.txt", &big);
+    g.put("build/c.txt", "small\n");
+    rename(&g, "build", "build.old").expect("moved");
+    assert!(g.exists("build.old/c.txt") && !g.exists("build"));
+}
+
 #[test]
 fn a_gitleaks_config_first_named_by_a_reloaded_policy_is_walled_off_too() {
     let g =

@@ -77,3 +77,32 @@ fn early_acp_whose_confined_agent_is_not_found_closes_its_log() {
     let agent = ["--", "fsgate-no-such-agent"];
     fails_with_its_stop(&["acp", "--confine-agent"], &agent, "fsgate-no-such-agent");
 }
+
+/// A backup store that cannot be opened (its path is a file): the log, opened first,
+/// is closed with the error.
+#[test]
+fn early_gateway_whose_backup_store_cannot_open_closes_its_log() {
+    let (_ws, root) = canonical_tempdir("fsgate-early-ws");
+    let (_state, state) = canonical_tempdir("fsgate-early-state");
+    let log = state.join("audit.jsonl");
+    let not_a_dir = state.join("backups");
+    std::fs::write(&not_a_dir, "a file\n").expect("write");
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--workspace"])
+        .arg(&root)
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--backup-dir")
+        .arg(&not_a_dir);
+    let out = finished(cmd);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let records = read_records(&log);
+    let kinds: Vec<&str> = records.iter().filter_map(|r| r["kind"].as_str()).collect();
+    assert_eq!(kinds, ["start", "stop"], "{stderr}");
+    let stop = &records[1];
+    assert_eq!(stop["details"]["reason"], "start failed", "{stop}");
+    let said = stop["details"]["error"].as_str().unwrap_or_default();
+    assert!(said.contains("backups"), "{stop}\n{stderr}");
+    verified(&log);
+}

@@ -817,12 +817,14 @@ fn view_writes_to_a_file_that_lost_its_name_go_nowhere() {
         f = tempfile.TemporaryFile(dir='.'); f.write(b'scratch'); f.seek(0)\n\
         print(f.read().decode()); f.close()\n\
         fd = os.open('b.txt', os.O_WRONLY | os.O_APPEND); os.write(fd, b'late\\n')\n\
-        open('n.tmp', 'w').write('saved\\n'); os.rename('n.tmp', 'b.txt'); os.close(fd)\n\
+        open('n.tmp', 'w').write('saved\\n'); os.rename('n.tmp', 'b.txt')\n\
+        os.fchmod(fd, 0o600); os.utime(fd, (7, 7)); os.ftruncate(fd, 2)\n\
+        print(os.fstat(fd).st_size, os.fstat(fd).st_nlink); os.close(fd)\n\
         print(sorted(n for n in os.listdir('.') if not n.startswith('.')), open('b.txt').read(), end='')\n";
     let out = ws.run(&["python3", "-c", script]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert_eq!(stdout, "scratch\n['a.txt', 'b.txt'] saved\n");
+    assert_eq!(stdout, "scratch\n2 0\n['a.txt', 'b.txt'] saved\n");
     let mut left: Vec<String> = std::fs::read_dir(&ws.root)
         .expect("ls")
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -834,6 +836,11 @@ fn view_writes_to_a_file_that_lost_its_name_go_nowhere() {
         std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
         "saved\n"
     );
+    // Nor did the old file's chmod and utime reach the file saved over it.
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let saved = std::fs::metadata(ws.root.join("b.txt")).expect("b");
+    assert_ne!(saved.permissions().mode() & 0o777, 0o600);
+    assert_ne!(saved.mtime(), 7);
 }
 
 /// A process the command left running ends with it: the run ends, and the view with it.

@@ -38,6 +38,10 @@ fuzz_target!(|data: &[u8]| {
             line.len()
         );
         assert!(line.len() <= MAX_LINE || line.ends_with(b"\0") || stand_in);
+        // A NUL is the guard's mark alone: a stand-in's first byte, a cut line's last.
+        let inner = line.get(1..line.len().saturating_sub(1)).unwrap_or_default();
+        assert!(!inner.contains(&0), "a NUL the client sent passed the guard");
+        assert!(line.first() != Some(&0) || stand_in, "a stand-in mark on a client line");
         let (_what, _request) = fuzz::classify_line(line);
         // A tools/call as the door takes it: read once (its era, its _meta checked),
         // then run; a refusal is a JSON-RPC error with a message.

@@ -61,7 +61,6 @@ fn secrets_deny_every_op_in_any_case() {
         "deploy/.env_local",
         "prod.env",
         "Docker.ENV",
-        ".flaskenv",
     ] {
         for op in OpClass::ALL {
             let d = pol.decide(op, &p(path), EntryKind::Unknown);
@@ -77,6 +76,7 @@ fn secrets_deny_every_op_in_any_case() {
         "env.py",
         "src/dotenv.rs",
         "prod.env.md",
+        ".flaskenv",
         "src/keyboard.rs",
         "id_rsa.pub.md",
     ] {

@@ -12,7 +12,8 @@
 //! What changes through the view is
 //! taken back at once: the kernel itself drops or moves the names it creates, removes
 //! and renames, and a file replaced by a write applied at close has its node's
-//! attributes, pages and name invalidated here before the close returns. What a program
+//! attributes, pages and name invalidated here before the close returns (but for a
+//! close while six others wait so: see [`Invalidator::replaced`]). What a program
 //! outside the view changes (size, kind, a symlink's target) is seen, and decided, at
 //! most [`TTL`] later: that bounds how long a cached entry can outlive the decision the
 //! policy would make now. Every open still reaches the gateway (decided and recorded);
@@ -106,7 +107,6 @@ impl Invalidator {
             tracing::debug!("view: node {ino} left to the kernel's own checks");
             return;
         }
-        queue.0.push((ino, at));
         if !queue.1 {
             let (deferred, n) = (Arc::clone(&self.deferred), n.clone());
             let started = std::thread::Builder::new()
@@ -114,6 +114,12 @@ impl Invalidator {
                 .spawn(move || deferred.serve(&n));
             queue.1 = started.is_ok();
         }
+        if !queue.1 {
+            // No thread to leave it to: taken back here after all.
+            drop(queue);
+            return take_back(n, ino, at);
+        }
+        queue.0.push((ino, at));
         self.deferred.wake.notify_one();
     }
 

@@ -300,6 +300,11 @@ impl View {
         nodes.path(ino.0).ok_or(Errno::ESTALE)
     }
 
+    /// Whether node `ino` lost its name (removed, or renamed over) while still held.
+    pub(crate) fn detached(&self, ino: INodeNo) -> bool {
+        self.nodes.lock().is_ok_and(|n| n.detached(ino.0))
+    }
+
     /// The workspace path of `name` in `parent`. A name that is not UTF-8 is none the
     /// gateway can name: refused (EILSEQ), and recorded as refused.
     pub(crate) fn child(

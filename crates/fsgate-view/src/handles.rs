@@ -292,6 +292,12 @@ impl Handles {
         self.open.lock().ok()?.get(&fh).cloned()
     }
 
+    /// Whether handle `fh` writes through a private copy.
+    pub(crate) fn is_write(&self, fh: u64) -> bool {
+        self.get(fh)
+            .is_some_and(|h| matches!(h.as_ref(), Handle::Write(_)))
+    }
+
     /// A file open for reading on node `ino`, if any.
     pub(crate) fn read_of(&self, ino: u64) -> Option<Arc<File>> {
         let open = self.open.lock().ok()?;
@@ -324,10 +330,15 @@ impl Handles {
     /// one smaller than the copy's would cut off the pages a writer has mapped there
     /// (SQLite's shared index, grown by one process while another asks its size).
     pub(crate) fn copy_size_on(&self, ino: u64) -> Option<u64> {
+        self.copy_meta_on(ino).map(|m| m.len())
+    }
+
+    /// The metadata of the private copy open on node `ino`, if one is.
+    pub(crate) fn copy_meta_on(&self, ino: u64) -> Option<std::fs::Metadata> {
         let copies = self.copies.lock().ok()?;
         let shared = copies.get(&ino).and_then(Weak::upgrade)?;
         drop(copies);
-        shared.size_probe.metadata().ok().map(|m| m.len())
+        shared.size_probe.metadata().ok()
     }
 
     /// The private copies open on node `ino` with changes not applied yet that process

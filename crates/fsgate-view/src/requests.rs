@@ -241,6 +241,19 @@ impl Filesystem for View {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        // A file that lost its name while open: a change of it is seen by nobody (its
+        // name is another file's, or none), as on a disk. Only its copy is truncated.
+        if self.detached(ino) {
+            let copy = fh.filter(|fh| self.handles.is_write(fh.0));
+            let done = match (size, copy) {
+                (Some(size), Some(_)) => self.truncate(req, ino, copy, size),
+                _ => Ok(()),
+            };
+            return match done.and_then(|()| self.attr_of(req, ino, fh)) {
+                Ok(attr) => reply.attr(&TTL, &attr),
+                Err(e) => reply.error(e),
+            };
+        }
         let done = self
             .set_owner_mode(req, ino, mode, (uid, gid))
             .and_then(|()| match size {
@@ -567,18 +580,16 @@ impl View {
         fh: Option<FileHandle>,
     ) -> Result<fuser::FileAttr, Errno> {
         let handle = fh.and_then(|fh| self.handles.get(fh.0));
-        let stated = self.path(ino).and_then(|path| self.stat(req, &path));
+        let stated = match self.detached(ino) {
+            // Its name is another file's now, or none's.
+            true => Err(Errno::ENOENT),
+            false => self.path(ino).and_then(|path| self.stat(req, &path)),
+        };
         let mut attr = match stated {
             Ok((_, attr)) => attr,
             // Gone from its name (removed, or replaced: `fstat` names no open file): a
-            // file still open for reading answers for itself.
-            Err(e) => {
-                let open = self.handles.read_of(ino.0).ok_or(e)?;
-                let meta = open.metadata().map_err(Errno::from)?;
-                let mut attr = self.owned(crate::fs::attr_of_file(ino.0, &meta));
-                self.not_below_copy(&mut attr);
-                return Ok(attr);
-            }
+            // file still open answers for itself (one being written, as its copy).
+            Err(e) => return self.attr_of_open(ino).ok_or(e)?,
         };
         attr.ino = ino;
         if let Some(h) = &handle
@@ -600,6 +611,22 @@ impl View {
             self.not_below_copy(&mut attr);
         }
         Ok(attr)
+    }
+
+    /// The attributes of node `ino` gone from its name, from a file of it still open
+    /// for reading, else from its private copy (no name left: no link).
+    fn attr_of_open(&self, ino: INodeNo) -> Option<Result<fuser::FileAttr, Errno>> {
+        if let Some(open) = self.handles.read_of(ino.0) {
+            return Some(open.metadata().map_err(Errno::from).map(|meta| {
+                let mut attr = self.owned(crate::fs::attr_of_file(ino.0, &meta));
+                self.not_below_copy(&mut attr);
+                attr
+            }));
+        }
+        let meta = self.handles.copy_meta_on(ino.0)?;
+        let mut attr = self.owned(crate::fs::attr_of_file(ino.0, &meta));
+        (attr.perm, attr.nlink) = (0o644, 0);
+        Some(Ok(attr))
     }
 
     /// `attr`'s size raised to that of its node's private copy, if one is open and

@@ -153,7 +153,7 @@ impl View {
             return Ok(());
         };
         let turn = w.turn().map_err(|_| Errno::EIO)?;
-        if self.detached(w)? {
+        if self.writer_detached(w)? {
             return Ok(());
         }
         let Some((ino, content)) = self.take_copy(w)? else {
@@ -201,7 +201,7 @@ impl View {
 
     /// Whether the file `w` writes lost its name (removed, or renamed over) since it
     /// was opened: then what was written goes nowhere, as on a disk, and is dropped.
-    fn detached(&self, w: &Writer) -> Result<bool, Errno> {
+    fn writer_detached(&self, w: &Writer) -> Result<bool, Errno> {
         // Never both locks at once: the node table is taken without a copy's lock.
         let ino = w.lock().map_err(|_| Errno::EIO)?.ino;
         if !self.nodes.lock().is_ok_and(|n| n.detached(ino)) {

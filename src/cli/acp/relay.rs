@@ -28,7 +28,16 @@ impl Relay<'_> {
     pub(super) fn run(self, pid: u32) -> Result<(std::io::Result<AgentEnd>, StoppedBy), String> {
         let gateway = self.gateway;
         let allow_terminal = gateway.policy().settings().acp.allow_terminal;
-        let (runtime, stop) = runtime_with_signals(gateway, self.policy)?;
+        let (runtime, stop) = match runtime_with_signals(gateway, self.policy) {
+            Ok(r) => r,
+            Err(e) => {
+                // Never relayed: the agent does not run on alone.
+                let mut child = self.child;
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
         let stopped_by = StoppedBy::default();
         runtime.spawn(end_agent_on_signal(stop, Arc::clone(&stopped_by), pid));
         let (listener, hosted) = self.hosted;

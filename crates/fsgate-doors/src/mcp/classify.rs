@@ -48,8 +48,10 @@ pub(crate) enum Line {
 /// an oversized line (a NUL first), what is left of that line (a NUL last), or a line
 /// the client sent, judged by [`classify`].
 pub(crate) fn classify_guarded(line: &[u8]) -> Line {
-    let body = line.trim_ascii();
-    match body {
+    // The marks are the line's very first and last bytes: a client's spaces before a
+    // cut cannot move one there (its NULs are passed as 0x01).
+    let raw = line.strip_suffix(b"\n").unwrap_or(line);
+    match raw {
         [STAND_IN, stand_in @ ..] => oversized(stand_in),
         [.., 0] => Line::Skip,
         _ => classify(line),
@@ -178,6 +180,8 @@ mod tests {
             other => format!("{}", matches!(other, Line::Request { .. })),
         };
         assert_eq!(guarded(b"{\"a\":\0\n"), "skip");
+        // A cut line of spaces is still a cut line, not a stand-in.
+        assert_eq!(guarded(b"      \0\n"), "skip");
         let stand_in = b"\0{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"fsgate/oversized\",\"params\":{\"bytes\":900,\"limit\":64}}\n";
         let said = guarded(stand_in);
         assert!(

@@ -14,7 +14,7 @@ use super::call::{Calls, Unrun};
 use super::mrtr;
 use fsgate_gateway::ask::{Answer, Asker, Question};
 
-use super::classify::{Line, classify};
+use super::classify::{Line, classify, classify_guarded};
 use super::guard::LineGuard;
 use super::tools;
 use fsgate_gateway::Gateway;
@@ -30,10 +30,10 @@ pub fn guard(input: &[u8], max: usize) -> std::io::Result<Vec<u8>> {
     })
 }
 
-/// How the pump classifies one line, as a short description; a request's `(key,
-/// method)` is returned too.
+/// How the stdio pump classifies one line read through the guard (its marks
+/// included), as a short description; a request's `(key, method)` is returned too.
 pub fn classify_line(line: &[u8]) -> (String, Option<(String, String)>) {
-    match classify(line) {
+    match classify_guarded(line) {
         Line::Skip => ("skip".into(), None),
         Line::Refuse(name, id, (code, _)) => (format!("refuse {name} {id} {code}"), None),
         Line::Request { key, method, .. } => ("request".into(), Some((key, method))),

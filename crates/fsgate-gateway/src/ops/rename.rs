@@ -343,12 +343,17 @@ impl Cx<'_> {
     ) -> Result<(), GatewayError> {
         let l = self.pol.limits();
         let readable = l.max_read_bytes.max(l.max_process_file_bytes);
-        // Held while it is scanned: room for it first (see `budget`).
+        // Held while it is scanned, and let go once it is: room for it first (see
+        // `budget`). Each file of a moved directory's takes its turn, so the lease is
+        // this function's, never kept in `facts` while the next file waits for room.
         let (budget, waiting) = (self.budget, facts.waiting);
-        let lease = |size| facts.lease = Some(budget.lease_as(size, waiting));
+        let mut held = None;
+        let lease = |size| held = Some(budget.lease_as(size, waiting));
         let content = match self.workspace.read_file_sized(src, readable, lease) {
             Ok(c) => c,
-            Err(WsError::TooLarge { .. }) => return Ok(()),
+            // No door reads either (a hard link may be a file outside): moving it
+            // makes nothing readable.
+            Err(WsError::TooLarge { .. } | WsError::HardLink(_)) => return Ok(()),
             Err(err) => return Err(ws_error(err, src_shown)),
         };
         self.check_content(OpClass::Read, src, &content.bytes, src_shown)?;

@@ -10,8 +10,9 @@ use fsgate_decide::{SecretPattern, Secrets, Waivers};
 
 /// Built-in secret-name patterns: (id, regex), matched case-insensitively per component.
 pub(crate) const BUILTIN_SECRETS: &[(&str, &str)] = &[
-    // `.env`, `.envrc`, `.env.local`, `.env-prod`, `.env_test`, `prod.env`, `.flaskenv`.
-    ("dotenv", r"^\.env(rc)?([._-].*)?$|\.env$|^\.flaskenv$"),
+    // `.env`, `.envrc`, `.env.local`, `.env-prod`, `.env_test`, `prod.env` (not Flask's
+    // `.flaskenv`, which Flask keeps for what is public and committed).
+    ("dotenv", r"^\.env(rc)?([._-].*)?$|\.env$"),
     ("ssh-private-key", r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$"),
     ("ssh-dir", r"^\.ssh$"),
     (
