@@ -382,20 +382,13 @@ fn rename(g: &Gate, from: &str, to: &str) -> Result<Value, crate::common::RpcErr
 /// scoped to a path): the move is refused as the file's own move is.
 #[test]
 fn moving_a_directory_cannot_make_a_file_in_it_readable() {
-    let extra = r#"[content]
-builtin = false
-[[content.rules]]
-id = "config-token"
-regex = '''token=[a-z0-9]{8,}'''
-path = '''^config/'''
-keywords = ["token="]
-[[rule]]
+    let deny = r#"[[rule]]
 id = "no-db-config"
 effect = "deny"
 ops = ["read"]
 paths = ["vault/db.yml", "vault/deep/**"]
 "#;
-    let g = Gate::with_policy(&allow_all(extra));
+    let g = Gate::with_policy(&allow_all(&format!("{TOKEN_RULE}\n{deny}")));
     g.put("vault/db.yml", "password: prod-db-pass-8841\n");
     g.put("vault/notes.txt", "plain\n");
     g.put("vault/deep/x/key.txt", "k\n");
@@ -429,17 +422,8 @@ paths = ["vault/db.yml", "vault/deep/**"]
 /// while the next waits for it (the move hung for good).
 #[test]
 fn moving_a_directory_of_large_files_under_path_scoped_content_rules_ends() {
-    let extra = r#"[limits]
-max_message_bytes = 1048576
-[content]
-builtin = false
-[[content.rules]]
-id = "config-token"
-regex = '''token=[a-z0-9]{8,}'''
-path = '''^config/'''
-keywords = ["token="]
-"#;
-    let g = Gate::with_policy(&allow_all(extra));
+    let limits = "[limits]\nmax_message_bytes = 1048576\n";
+    let g = Gate::with_policy(&allow_all(&format!("{limits}{TOKEN_RULE}")));
     let big = "x".repeat(3 << 20);
     g.put("build/a.txt", &big);
     g.put("build/b.txt", &big);

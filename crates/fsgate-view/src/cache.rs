@@ -40,8 +40,9 @@ pub(crate) const TTL: Duration = Duration::from_secs(10);
 
 /// How many of the view's request threads may wait at once for the kernel to take a
 /// replaced node back: that waits for the writeback of the node's mapped pages, which
-/// the view's other threads serve, so two are always left to serve it.
-const WAITING_AT_MOST: usize = crate::THREADS - 2;
+/// the view's other threads serve, so two of its eight (`THREADS`, held to this in
+/// lib.rs) are always left to serve it.
+pub(crate) const WAITING_AT_MOST: usize = 6;
 
 /// How many nodes may wait for the invalidator's own thread; beyond, a node is left to
 /// the kernel's own checks (its pages are not kept at the next open: `read_flags`).

@@ -42,6 +42,9 @@ pub use fs::{Counts, View};
 /// each other's lookups, nor reads for a change waiting on its durable records).
 pub const THREADS: usize = 8;
 
+// Two threads are always left to serve the writeback others wait for (`cache.rs`).
+const _: () = assert!(cache::WAITING_AT_MOST + 2 == THREADS);
+
 /// Serves `view` on the FUSE connection `fd` (a `/dev/fuse` the child mounted): waits
 /// for the kernel's first message, then serves on [`THREADS`] threads until the mount
 /// is gone. The returned thread ends with the connection.
