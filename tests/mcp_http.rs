@@ -343,6 +343,30 @@ fn who_may_come_in_is_checked_and_every_refusal_recorded_once() {
             404,
             "http-path",
         ),
+        (
+            "repeated host",
+            send(
+                &g.addr,
+                "POST",
+                "/mcp",
+                &[("Host", g.addr.as_str()), ("Host", "evil.example"), auth],
+                b"{}",
+            ),
+            400,
+            "http-host",
+        ),
+        (
+            "absolute target",
+            send(
+                &g.addr,
+                "POST",
+                "http://evil.example/mcp",
+                &[("Host", g.addr.as_str()), auth],
+                b"{}",
+            ),
+            400,
+            "http-host",
+        ),
     ];
     for (what, reply, status, _) in &cases {
         assert_eq!(reply.status, *status, "{what}: {}", reply.body);

@@ -174,3 +174,40 @@ fn host_must_name_the_loopback_and_is_required() {
     let ok6 = gate.raw_http(&gate.upgrade_request(&["Host: localhost".into(), auth]));
     assert!(ok6.starts_with("HTTP/1.1 101"), "{ok6}");
 }
+
+/// A request a server and a proxy could read two ways is refused: a repeated Host,
+/// Origin or Authorization (a server reading the first and a proxy the last would
+/// disagree on which was checked), or an absolute target, whose host is the URI's.
+#[test]
+fn repeated_headers_and_absolute_targets_are_refused() {
+    let gate = gate();
+    let auth = format!("Authorization: Bearer {}", gate.token);
+    let host = format!("Host: {}", gate.addr);
+    let own = format!("Origin: http://{}", gate.addr);
+    let cases: [Vec<String>; 3] = [
+        vec![host.clone(), "Host: evil.example".into(), auth.clone()],
+        vec![
+            host.clone(),
+            own,
+            "Origin: http://evil.example".into(),
+            auth.clone(),
+        ],
+        vec![
+            host.clone(),
+            auth.clone(),
+            "Authorization: Bearer wrong".into(),
+        ],
+    ];
+    for extra in cases {
+        let answer = gate.raw_http(&gate.upgrade_request(&extra));
+        assert!(answer.starts_with("HTTP/1.1 400"), "{extra:?}: {answer}");
+        assert!(answer.contains("repeated"), "{answer}");
+    }
+    let absolute = gate
+        .upgrade_request(&[host.clone(), auth.clone()])
+        .replacen("GET / ", "GET http://evil.example/ ", 1);
+    let answer = gate.raw_http(&absolute);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let ok = gate.raw_http(&gate.upgrade_request(&[host, auth]));
+    assert!(ok.starts_with("HTTP/1.1 101"), "{ok}");
+}

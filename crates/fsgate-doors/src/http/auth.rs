@@ -72,6 +72,11 @@ impl Site {
 
     /// Host and Origin: 400 without a Host, 403 for a foreign one.
     pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let rules = ["http-host", "http-origin", "http-token"];
+        if let Some((name, rule)) = crate::ws::auth::repeated(headers, rules) {
+            let reason = format!("repeated {name} header");
+            return Err(Refusal::http(StatusCode::BAD_REQUEST, rule, reason));
+        }
         if self.loopback_only {
             let host = headers
                 .get(header::HOST)

@@ -53,6 +53,11 @@ fn admit(
             format!("no such path: MCP is served at {PATH}"),
         ));
     }
+    if req.uri().authority().is_some() {
+        // `GET http://other/...`: its host is the URI's, which no check below reads.
+        let reason = "an absolute request target: send the path, and the host in Host";
+        return Err(Refusal::http(StatusCode::BAD_REQUEST, "http-host", reason));
+    }
     server.site.check(req.headers())?;
     let token = presented(req.headers(), req.uri().query());
     let principal = token.as_deref().and_then(|t| server.keys.find(t));

@@ -41,6 +41,14 @@ pub(super) fn admit(
     connections: &Arc<Semaphore>,
     req: &Request,
 ) -> Result<(tokio::sync::OwnedSemaphorePermit, Option<String>), auth::Refusal> {
+    if req.uri().authority().is_some() {
+        // `GET http://other/...`: its host is the URI's, which no check below reads.
+        return Err(auth::Refusal {
+            status: StatusCode::BAD_REQUEST,
+            reason: "an absolute request target: send the path, and the host in Host".into(),
+            rule: "ws-host",
+        });
+    }
     let query = req.uri().query();
     keeper.check(req.headers(), query)?;
     let permit = Arc::clone(connections)

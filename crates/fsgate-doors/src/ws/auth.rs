@@ -169,6 +169,10 @@ impl Gatekeeper {
     /// Decides an upgrade request from its headers and query string. Host and Origin
     /// are checked first (403), then the token (401).
     pub(crate) fn check(&self, headers: &HeaderMap, query: Option<&str>) -> Result<(), Refusal> {
+        if let Some((name, rule)) = repeated(headers, ["ws-host", "ws-origin", "ws-token"]) {
+            let reason = format!("repeated {name} header");
+            return Err(Refusal::new(StatusCode::BAD_REQUEST, rule, reason));
+        }
         if self.loopback_only {
             let host = headers
                 .get(header::HOST)
@@ -210,6 +214,22 @@ impl Gatekeeper {
             )),
         }
     }
+}
+
+/// The first of `Host`, `Origin` and `Authorization` that `headers` repeat (each a
+/// server may read the first of and a proxy the last of), with its rule in `rules`.
+pub(crate) fn repeated(
+    headers: &HeaderMap,
+    rules: [&'static str; 3],
+) -> Option<(&'static str, &'static str)> {
+    let names = [
+        (header::HOST, "Host"),
+        (header::ORIGIN, "Origin"),
+        (header::AUTHORIZATION, "Authorization"),
+    ];
+    (names.into_iter().zip(rules))
+        .find(|((h, _), _)| headers.get_all(h).iter().nth(1).is_some())
+        .map(|((_, name), rule)| (name, rule))
 }
 
 /// The token of an `Authorization: Bearer ...` header.
