@@ -208,3 +208,28 @@ fn a_client_that_reads_nothing_is_closed_after_the_stall_limit() {
         "the stuck client is still connected"
     );
 }
+
+/// A client that pipelines reads and goes away without reading an answer is served no
+/// more of them once its answers cannot be written: the reads it sent stop being read,
+/// decided and recorded (3,000 of 1 MiB each were all served, for tens of seconds).
+#[test]
+fn a_client_gone_stops_being_served() {
+    let gate = gate();
+    let mut c = gate.client();
+    for i in 0..3000 {
+        c.send("read", json!({"path": "/one.txt", "requestId": i}));
+    }
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut seen = reads(&gate);
+    loop {
+        std::thread::sleep(Duration::from_millis(1500));
+        let now = reads(&gate);
+        if now == seen {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still serving: {now} reads");
+        seen = now;
+    }
+    assert!(seen < 1000, "{seen} of 3000 reads served for a client gone");
+}

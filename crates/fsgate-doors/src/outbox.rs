@@ -137,6 +137,11 @@ impl<M> Outbox<M> {
         }
     }
 
+    /// Whether the writer is gone (the client can no longer be answered).
+    pub(crate) fn closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+
     /// Bytes queued and not yet written.
     pub(crate) fn unwritten(&self) -> usize {
         (self.cap as usize).saturating_sub(self.room.available_permits())

@@ -46,7 +46,9 @@ impl Requests<'_> {
             while tasks.try_join_next().is_some() {}
             // Back-pressure: a client that does not read its replies is not read either.
             rd.meanwhile(sh, sub_tx, self.out.wait_for_room()).await;
-            if rd.ended {
+            // A client gone (its answers can no longer be written) is served no more of
+            // what it sent before it went.
+            if rd.ended || self.out.closed() {
                 break;
             }
             let read = match ahead.take() {
