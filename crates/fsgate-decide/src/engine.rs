@@ -5,15 +5,17 @@ use crate::floor;
 use crate::limits::Limits;
 use crate::rule::{OpClass, Rule};
 use crate::secrets::{SecretPattern, Secrets, Waivers};
+use std::sync::Arc;
 
 /// The compiled rules, secret names and floor a decision reads. Immutable once built;
-/// cheap to clone (the secret-name search is shared).
+/// cheap to clone (the rules and the secret-name search are shared).
 #[derive(Debug, Clone)]
 pub struct Engine {
-    /// The rules in force: those for every workspace, and those scoped to `workspace`.
-    pub(crate) rules: Vec<Rule>,
+    /// The rules in force: those for every workspace, and those scoped to `workspace`
+    /// (shared: `policy check` makes an engine per rule, each a copy of this one).
+    pub(crate) rules: Arc<Vec<Rule>>,
     /// Every rule, scoped ones included, for [`Engine::for_workspace`].
-    all_rules: Vec<Rule>,
+    all_rules: Arc<Vec<Rule>>,
     /// The workspace this engine is for, when several are served.
     workspace: Option<String>,
     pub(crate) secrets: Secrets,
@@ -28,12 +30,14 @@ impl Engine {
     /// An engine for a workspace with no name: the rules for every workspace apply.
     pub fn new(rules: Vec<Rule>, secrets: Secrets, waivers: Waivers, limits: Limits) -> Engine {
         Engine {
-            rules: rules
-                .iter()
-                .filter(|r| r.applies_in(None))
-                .cloned()
-                .collect(),
-            all_rules: rules,
+            rules: Arc::new(
+                rules
+                    .iter()
+                    .filter(|r| r.applies_in(None))
+                    .cloned()
+                    .collect(),
+            ),
+            all_rules: Arc::new(rules),
             workspace: None,
             secrets,
             waivers,
@@ -46,12 +50,13 @@ impl Engine {
     /// and those whose `workspaces` name it, in file order.
     pub fn for_workspace(&self, name: &str) -> Engine {
         let mut e = self.clone();
-        e.rules = self
-            .all_rules
-            .iter()
-            .filter(|r| r.applies_in(Some(name)))
-            .cloned()
-            .collect();
+        e.rules = Arc::new(
+            self.all_rules
+                .iter()
+                .filter(|r| r.applies_in(Some(name)))
+                .cloned()
+                .collect(),
+        );
         e.workspace = Some(name.to_string());
         e
     }
@@ -69,11 +74,11 @@ impl Engine {
                 .collect()
         };
         let mut rules = denials(&other.rules);
-        rules.append(&mut self.rules);
-        self.rules = rules;
+        rules.extend(self.rules.iter().cloned());
+        self.rules = Arc::new(rules);
         let mut all = denials(&other.all_rules);
-        all.append(&mut self.all_rules);
-        self.all_rules = all;
+        all.extend(self.all_rules.iter().cloned());
+        self.all_rules = Arc::new(all);
         self.workspace = other.workspace.clone();
         self
     }
@@ -82,7 +87,7 @@ impl Engine {
     /// "what does this one rule match?" (`policy check`).
     pub fn only(&self, rules: Vec<Rule>) -> Engine {
         let mut e = self.clone();
-        e.rules = rules;
+        e.rules = Arc::new(rules);
         e.secrets = Secrets::none();
         e
     }
