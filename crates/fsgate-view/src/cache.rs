@@ -58,8 +58,9 @@ pub(crate) struct Invalidator {
     deferred: Arc<Deferred>,
 }
 
-/// A replaced node, and the name it was found as (its directory's node and the name).
-type Replaced = (u64, Option<(u64, String)>);
+/// What is taken back: a replaced node, and the name it was found as (its directory's
+/// node and the name).
+type Replaced = (Option<u64>, Option<(u64, String)>);
 
 /// Replaced nodes taken back on a thread of their own, and whether it was started.
 #[derive(Default)]
@@ -81,31 +82,39 @@ impl Invalidator {
     }
 
     /// Node `ino`, found as `name` in `parent`, was replaced by a change of the view's:
-    /// its attributes and pages, and the name, are asked again. Called where the kernel
-    /// holds no lock of the directory (a close or a sync), never from a lookup. Done
-    /// before this returns unless [`WAITING_AT_MOST`] request threads are doing so
-    /// already: then on the invalidator's own thread, so that every thread of the view
-    /// waiting on a writeback only its threads can serve is never possible.
+    /// its attributes and pages, and the name, are asked again. Called from a close, a
+    /// sync or a change of times, never from a lookup. The node is taken back before
+    /// this returns unless [`WAITING_AT_MOST`] request threads are doing so already:
+    /// then on the invalidator's own thread, so that every thread of the view waiting
+    /// on a writeback only its threads can serve is never possible. The name is always
+    /// taken back there: that takes its directory's lock, which a rename or removal in
+    /// it may hold while it waits for the file's own, which the kernel holds through
+    /// an `fsync` or a `setattr` that this request serves.
     pub(crate) fn replaced(&self, ino: u64, at: Option<(u64, String)>) {
         let Some(n) = self.notifier.get() else {
             return;
         };
         let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
         if waiting < WAITING_AT_MOST {
-            take_back(n, ino, at);
+            take_back(n, (Some(ino), None));
+            self.defer(n, (None, at));
         } else {
-            self.defer(n, ino, at);
+            self.defer(n, (Some(ino), at));
         }
         self.waiting.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// Leaves node `ino` to the invalidator's thread, started the first time.
-    fn defer(&self, n: &Notifier, ino: u64, at: Option<(u64, String)>) {
+    /// Leaves `what` to the invalidator's thread, started the first time (if it cannot
+    /// start, a node is taken back here and a name left to its [`TTL`]).
+    fn defer(&self, n: &Notifier, what: Replaced) {
+        if what == (None, None) {
+            return;
+        }
         let Ok(mut queue) = self.deferred.nodes.lock() else {
             return;
         };
         if queue.0.len() >= DEFERRED_AT_MOST {
-            tracing::debug!("view: node {ino} left to the kernel's own checks");
+            tracing::debug!("view: {what:?} left to the kernel's own checks");
             return;
         }
         if !queue.1 {
@@ -116,11 +125,10 @@ impl Invalidator {
             queue.1 = started.is_ok();
         }
         if !queue.1 {
-            // No thread to leave it to: taken back here after all.
             drop(queue);
-            return take_back(n, ino, at);
+            return take_back(n, (what.0, None));
         }
-        queue.0.push((ino, at));
+        queue.0.push(what);
         self.deferred.wake.notify_one();
     }
 
@@ -163,17 +171,18 @@ impl Deferred {
                 }
                 std::mem::take(&mut queue.0)
             };
-            for (ino, at) in batch {
-                take_back(n, ino, at);
+            for what in batch {
+                take_back(n, what);
             }
         }
     }
 }
 
-/// Asks the kernel to drop node `ino`'s attributes and pages, and the name `at`.
-fn take_back(n: &Notifier, ino: u64, at: Option<(u64, String)>) {
+/// Asks the kernel to drop a node's attributes and pages, and a name.
+fn take_back(n: &Notifier, (ino, at): Replaced) {
     // ENOENT: the kernel no longer holds it, nothing to take back.
-    if let Err(e) = n.inval_inode(INodeNo(ino), 0, 0)
+    if let Some(ino) = ino
+        && let Err(e) = n.inval_inode(INodeNo(ino), 0, 0)
         && e.raw_os_error() != Some(libc::ENOENT)
     {
         tracing::debug!("view: invalidating node {ino}: {e}");
