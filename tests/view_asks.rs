@@ -620,3 +620,36 @@ fn view_a_handle_opened_before_a_rename_is_asked_at_its_close() {
         .collect();
     assert!(writes.is_empty(), "{writes:?}");
 }
+
+/// Ten threads open the asked file at once: six questions wait for a person (as many
+/// of the view's eight threads as may wait), the other four are refused at once, and a
+/// file no rule asks about is read meanwhile. Before, each question held a thread of
+/// the view, and eight froze every process's requests until their timeout.
+#[test]
+fn view_questions_waiting_never_hold_the_whole_view() {
+    let ws = Ws::new(6);
+    std::fs::write(ws.root.join("plain.txt"), "plain\n").expect("write");
+    let script = "import errno, threading, time\n\
+        res = []\n\
+        def op():\n    t = time.time()\n    try:\n        open('asked.txt').read(); res.append(('ok', 0))\n    except OSError as e:\n        res.append((errno.errorcode[e.errno], time.time() - t))\n\
+        ts = [threading.Thread(target=op) for _ in range(10)]\n\
+        [t.start() for t in ts]\n\
+        time.sleep(1)\n\
+        t = time.time(); open('plain.txt').read(); print('plain', time.time() - t < 2)\n\
+        [t.join() for t in ts]\n\
+        print('at once', sum(1 for r, d in res if r == 'EACCES' and d < 3))\n\
+        print('at the timeout', sum(1 for r, d in res if r == 'EACCES' and d >= 5))\n";
+    let child = ws.run(script);
+    let (code, lines, err) = ended(child);
+    assert_eq!(
+        lines,
+        ["plain True", "at once 4", "at the timeout 6"],
+        "{err}"
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let unasked = (ws.records().into_iter())
+        .filter(|r| r["op"] == "open" && r["kind"] == "request")
+        .filter(|r| r["details"]["asked"][0]["answer"] == "unanswered")
+        .count();
+    assert_eq!(unasked, 4, "{err}");
+}

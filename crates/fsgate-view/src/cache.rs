@@ -29,20 +29,15 @@
 //! attributes are asked again.
 
 use std::ffi::OsStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use fuser::{FopenFlags, INodeNo, Notifier};
 
+use crate::waits::Waits;
+
 /// How long the kernel keeps a name or a node's attributes.
 pub(crate) const TTL: Duration = Duration::from_secs(10);
-
-/// How many of the view's request threads may wait at once for the kernel to take a
-/// replaced node back: that waits for the writeback of the node's mapped pages, which
-/// the view's other threads serve, so two of its eight (`THREADS`, held to this in
-/// lib.rs) are always left to serve it.
-pub(crate) const WAITING_AT_MOST: usize = 6;
 
 /// How many nodes may wait for the invalidator's own thread; beyond, a node is left to
 /// the kernel's own checks (its pages are not kept at the next open: `read_flags`).
@@ -52,8 +47,8 @@ const DEFERRED_AT_MOST: usize = 65_536;
 #[derive(Default)]
 pub(crate) struct Invalidator {
     notifier: OnceLock<Notifier>,
-    /// Request threads taking a replaced node back now.
-    waiting: AtomicUsize,
+    /// The view's threads waiting now (for a writeback or an answer, `waits.rs`).
+    pub(crate) waits: Arc<Waits>,
     /// Replaced nodes left to the invalidator's own thread.
     deferred: Arc<Deferred>,
 }
@@ -84,9 +79,9 @@ impl Invalidator {
     /// Node `ino`, found as `name` in `parent`, was replaced by a change of the view's:
     /// its attributes and pages, and the name, are asked again. Called from a close, a
     /// sync or a change of times, never from a lookup. The node is taken back before
-    /// this returns unless [`WAITING_AT_MOST`] request threads are doing so already:
-    /// then on the invalidator's own thread, so that every thread of the view waiting
-    /// on a writeback only its threads can serve is never possible. The name is always
+    /// this returns unless as many of the view's threads as may wait do so already
+    /// (`waits.rs`): then on the invalidator's own thread, so that every thread of the
+    /// view waiting on a writeback only its threads can serve is never possible. The name is always
     /// taken back there: that takes its directory's lock, which a rename or removal in
     /// it may hold while it waits for the file's own, which the kernel holds through
     /// an `fsync` or a `setattr` that this request serves.
@@ -94,14 +89,13 @@ impl Invalidator {
         let Some(n) = self.notifier.get() else {
             return;
         };
-        let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
-        if waiting < WAITING_AT_MOST {
-            take_back(n, (Some(ino), None));
-            self.defer(n, (None, at));
-        } else {
-            self.defer(n, (Some(ino), at));
+        match self.waits.enter() {
+            Some(_wait) => {
+                take_back(n, (Some(ino), None));
+                self.defer(n, (None, at));
+            }
+            None => self.defer(n, (Some(ino), at)),
         }
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Leaves `what` to the invalidator's thread, started the first time (if it cannot

@@ -202,7 +202,10 @@ impl View {
 
     fn ctx(&self, req: &Request, standing: Option<&Answers>) -> RequestCtx {
         let peer = self.peers.name(req.pid());
-        let asker = (self.asks.as_ref()).map(|a| Arc::clone(a).for_peer(peer.clone()));
+        let waits = &self.invalidator.waits;
+        let asker = (self.asks.as_ref()).map(|a| {
+            crate::waits::bounded(Arc::clone(a).for_peer(peer.clone()), Arc::clone(waits))
+        });
         let policy = || -> Arc<str> { self.gw.policy().sha256().into() };
         RequestCtx {
             style: PathStyle::Rooted,

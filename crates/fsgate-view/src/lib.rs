@@ -31,6 +31,7 @@ mod peer;
 mod requests;
 mod standing;
 mod terminals;
+mod waits;
 mod writes;
 
 use std::os::fd::OwnedFd;
@@ -42,8 +43,8 @@ pub use fs::{Counts, View};
 /// each other's lookups, nor reads for a change waiting on its durable records).
 pub const THREADS: usize = 8;
 
-// Two threads are always left to serve the writeback others wait for (`cache.rs`).
-const _: () = assert!(cache::WAITING_AT_MOST + 2 == THREADS);
+// Two threads are always left to serve what the others wait for (`waits.rs`).
+const _: () = assert!(waits::AT_MOST + 2 == THREADS);
 
 /// Serves `view` on the FUSE connection `fd` (a `/dev/fuse` the child mounted): waits
 /// for the kernel's first message, then serves on [`THREADS`] threads until the mount
