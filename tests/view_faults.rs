@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::view::{ViewWs, give_to_nobody, view_ws};
+use crate::common::view::{ViewWs, give_to_nobody, text, view_ws};
 use crate::common::{bin, canonical_tempdir};
 
 /// The size of each version the command writes: large enough that a write is in
@@ -547,4 +547,48 @@ fn abort_connection(dev: &str) {
         let _ = std::fs::write(ctl.join(minor).join("abort"), "1");
         let _ = Command::new("umount").arg(&ctl).status();
     }
+}
+
+/// A process opens files until it can open no more, holds them, and the view goes on:
+/// opens are refused (ENFILE) once its handles hold half the gateway's descriptors,
+/// and every change, a write applied at its close included, still works. Before, the
+/// gateway ran out of descriptors for its own work, and every process's close, rename
+/// and removal failed with EIO (the write lost).
+const OPENS_UNTIL_FULL: &str = r#"
+import os, errno, sys
+for i in range(200):
+    open("f%d.txt" % i, "w").write("x")
+w = os.open("w.txt", os.O_WRONLY | os.O_CREAT)
+fds = []
+try:
+    while True:
+        fds.append(os.open("f%d.txt" % (len(fds) % 200), os.O_RDONLY))
+except OSError as e:
+    print("held", len(fds) > 1000, errno.errorcode[e.errno])
+os.write(w, b"written while full\n")
+os.close(w)
+os.rename("f1.txt", "g1.txt"); os.unlink("f2.txt"); os.mkdir("d"); os.chmod("f3.txt", 0o600)
+print("changes ok")
+"#;
+
+#[test]
+fn view_a_process_holding_every_file_it_can_open_leaves_the_view_working() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("full.py"), OPENS_UNTIL_FULL).expect("write");
+    let mut cmd = Command::new("prlimit");
+    cmd.arg("--nofile=4096").arg(bin()).arg("run");
+    cmd.args(ws.state_args())
+        .env("XDG_STATE_HOME", ws.state.join("xdg"))
+        .current_dir(&ws.root)
+        .args(["--no-confine", "--", "python3", "full.py"]);
+    let out = crate::common::view::finished(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "held True ENFILE\nchanges ok\n", "{stderr}");
+    let written = std::fs::read_to_string(ws.root.join("w.txt")).expect("w.txt");
+    assert_eq!(written, "written while full\n");
+    let internal = (ws.records().iter())
+        .filter(|r| r["outcome"] == "internal")
+        .count();
+    assert_eq!(internal, 0, "{stderr}");
 }

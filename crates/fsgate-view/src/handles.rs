@@ -287,6 +287,20 @@ impl Handles {
         fh
     }
 
+    /// Whether another file may be opened: not once the handles open hold half the
+    /// gateway's descriptors, so that a command opening files until it can open no
+    /// more cannot leave the gateway none for its own work (its log, its backups,
+    /// `/proc`), which every other process's request needs.
+    pub(crate) fn room(&self) -> bool {
+        static AT_MOST: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let at_most = *AT_MOST.get_or_init(|| {
+            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+            let soft = limit.current.unwrap_or(1 << 20);
+            usize::try_from(soft / 2).unwrap_or(usize::MAX).max(64)
+        });
+        self.open.lock().is_ok_and(|o| o.len() < at_most)
+    }
+
     /// The handle numbered `fh`.
     pub(crate) fn get(&self, fh: u64) -> Option<Arc<Handle>> {
         self.open.lock().ok()?.get(&fh).cloned()

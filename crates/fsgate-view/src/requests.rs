@@ -269,6 +269,9 @@ impl Filesystem for View {
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if !self.handles.room() {
+            return reply.error(Errno::ENFILE);
+        }
         match self.list(req, ino) {
             Ok(listing) => reply.opened(
                 FileHandle(self.handles.add(Handle::Dir(listing))),
@@ -327,6 +330,9 @@ impl Filesystem for View {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if !self.handles.room() {
+            return reply.error(Errno::ENFILE);
+        }
         let opened = match flags.acc_mode() {
             OpenAccMode::O_RDONLY => self.open_read(req, ino).map(|f| Handle::Read(f, ino.0)),
             OpenAccMode::O_WRONLY | OpenAccMode::O_RDWR => {
@@ -453,6 +459,9 @@ impl Filesystem for View {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        if !self.handles.room() {
+            return reply.error(Errno::ENFILE);
+        }
         match self.create_with_mode(req, (parent, name), mode, umask) {
             Ok((attr, fh)) => {
                 if flags & libc::O_APPEND != 0 {
