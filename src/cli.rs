@@ -131,7 +131,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     // Landlock then allows only it, and the token file is not reachable afterwards.
     let listener = match listen(&opened, args.transport, args.listen.as_deref()) {
         Ok(l) => l,
-        Err(e) => return failed_start(&opened.gateway, &e),
+        Err(e) => return exit::fail_after_start(&opened.gateway, &e),
     };
     let port = listener
         .as_ref()
@@ -139,7 +139,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         .map(|a| a.port());
     let status = match startup::confine(&opened, port, transport_name(args.transport)) {
         Ok(s) => s,
-        Err(e) => return failed_start(&opened.gateway, &e),
+        Err(e) => return exit::fail_after_start(&opened.gateway, &e),
     };
     opened.announce_locations();
     if args.check_sandbox {
@@ -156,7 +156,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let started = runtime.and_then(|rt| with_signals(rt, &gateway, args.common.policy.clone()));
     let (runtime, mut stop) = match started {
         Ok(r) => r,
-        Err(e) => return failed_start(&gateway, &e),
+        Err(e) => return exit::fail_after_start(&gateway, &e),
     };
     let serving = serving(args.transport, listener, &gateway);
     // SIGTERM / SIGINT stop serving; the log still gets its `stop` record and final
@@ -181,14 +181,6 @@ fn serve(args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// A failure once the log is open, before serving: said on stderr, and the log closed
-/// with a `stop` naming it.
-fn failed_start(gateway: &fsgate_gateway::Gateway, error: &str) -> ExitCode {
-    let code = fail(error);
-    startup::stop_early(gateway, error);
-    code
 }
 
 /// `--listen` is given exactly for the transports that listen.

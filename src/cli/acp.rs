@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::acp_view;
 use super::args::AcpArgs;
-use super::exit::{fail, fail_open};
+use super::exit::{fail, fail_after_start, fail_open};
 use super::view_host::undo_line;
 use crate::startup;
 use advice::{check_sandbox, report_own_failure, spawn_failed};
@@ -68,7 +68,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     tracing::info!(pid, agent = %program, "agent started");
     let in_view = pending.is_some();
     if let Err(e) = confine_gateway(&opened, &child, (confined.is_some(), in_view)) {
-        return early(&opened.gateway, &e);
+        return fail_after_start(&opened.gateway, &e);
     }
     opened.announce_locations();
     let undo = undo_line(&opened.gateway, opened.audit_log_path(), &config);
@@ -80,7 +80,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     gateway.prune_backups_in_background();
     let view = match acp_view::AgentView::serve(pending, &mut child, &gateway) {
         Ok(v) => v,
-        Err(e) => return early(&gateway, &e),
+        Err(e) => return fail_after_start(&gateway, &e),
     };
     let hosted = fsgate_doors::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
     let mut details = described.start_details(pid, &args.agent, &tree, &hosted);
@@ -98,7 +98,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     };
     let (result, stopped_by) = match relay.run(pid) {
         Ok(r) => r,
-        Err(e) => return early(&gateway, &e),
+        Err(e) => return fail_after_start(&gateway, &e),
     };
     let mut details = end_tree(&mut tree, agent_stderr);
     acp_view::end(&gateway, view.served.as_ref(), ending);
@@ -109,14 +109,6 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     drop(profile);
     shut_down(&gateway, &stopped_by);
     exit
-}
-
-/// A failure before the relay began: said on stderr, and the log closed with a `stop`
-/// naming it.
-fn early(gateway: &fsgate_gateway::Gateway, error: &str) -> ExitCode {
-    let code = fail(error);
-    startup::stop_early(gateway, error);
-    code
 }
 
 /// The gateway's stop, recorded with the signal that ended the agent, if one did.

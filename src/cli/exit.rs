@@ -38,3 +38,11 @@ pub(super) fn fail(msg: &str) -> ExitCode {
     fsgate_base::text::eprint_line(&format!("fsgate: {msg}"));
     ExitCode::from(EXIT_CONFIG)
 }
+
+/// A failure once the gateway's log is open, before it served: said as [`fail`] says
+/// it, and the log closed with a `stop` naming it (`startup::stop_early`).
+pub(super) fn fail_after_start(gateway: &fsgate_gateway::Gateway, msg: &str) -> ExitCode {
+    let code = fail(msg);
+    crate::startup::stop_early(gateway, msg);
+    code
+}

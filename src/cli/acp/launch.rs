@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use super::confine::{Confined, plan_confinement};
 use super::profile::{Profile, prepare_profile};
 use crate::cli::acp_view;
-use crate::cli::exit::fail;
+use crate::cli::exit::fail_after_start;
 use crate::startup;
 
 /// What is worked out before the agent starts: the opened gateway, the agent's command
@@ -42,11 +42,7 @@ impl Launch {
                 hosted: p.hosted,
                 exe: p.exe,
             }),
-            Err(e) => {
-                let code = fail(&e);
-                startup::stop_early(&opened.gateway, &e);
-                Err(code)
-            }
+            Err(e) => Err(fail_after_start(&opened.gateway, &e)),
         }
     }
 }
