@@ -29,6 +29,7 @@ pub mod testrun;
 pub mod ws;
 
 use std::path::Path;
+use std::sync::Arc;
 
 pub use content::{ContentHit, ContentScanner};
 use fsgate_decide::{Engine, SecretPattern};
@@ -53,19 +54,20 @@ pub struct Policy {
     agent: fsgate_sandbox::AgentSettings,
     /// The sections other layers read, typed, with their defaults.
     settings: Settings,
-    raw: RawPolicy,
+    /// Shared: `policy check` copies the policy once per rule (`lint::only`).
+    raw: Arc<RawPolicy>,
     sha256: String,
     origin: String,
     /// The files an `extends` chain read, base first (empty: a single file).
     bases: Vec<String>,
     /// Their texts as read, for what is compared as written (`policy diff`).
-    base_texts: Vec<String>,
+    base_texts: Arc<[String]>,
     /// Rules written by a base file: (rule id, file).
-    inherited: Vec<(String, String)>,
+    inherited: Arc<[(String, String)]>,
     /// Sets named in rules' `paths`: (rule id, set name). Kept as composed; only the
     /// tests read it so far.
     #[cfg_attr(not(test), expect(dead_code, reason = "read only by the tests so far"))]
-    set_refs: Vec<(String, String)>,
+    set_refs: Arc<[(String, String)]>,
 }
 
 impl Policy {
@@ -129,13 +131,13 @@ impl Policy {
             content: compiled.content,
             agent: compiled.agent,
             settings: Settings::of(&built.raw, base),
-            raw: built.raw,
+            raw: Arc::new(built.raw),
             sha256: built.sha256,
             origin: origin.to_string(),
             bases: built.bases,
-            base_texts: built.base_texts,
-            inherited: built.inherited,
-            set_refs: built.set_refs,
+            base_texts: built.base_texts.into(),
+            inherited: built.inherited.into(),
+            set_refs: built.set_refs.into(),
         })
     }
 

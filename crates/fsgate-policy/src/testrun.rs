@@ -110,7 +110,12 @@ pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
 }
 
 /// One `[[test]]` case (the `index`th) decided: its outcome, or why it could not be.
-fn run_case(policy: &Policy, src: &str, index: usize, t: &super::raw::RawTest) -> CaseOutcome {
+pub(crate) fn run_case(
+    policy: &Policy,
+    src: &str,
+    index: usize,
+    t: &super::raw::RawTest,
+) -> CaseOutcome {
     let line = header_line(src, line_col(src, t.op.span().start).0);
     let mut case = CaseOutcome {
         index,
