@@ -243,14 +243,15 @@ fn view_cache_a_name_found_absent_is_remembered_until_the_view_creates_it() {
         std::fs::read_to_string(ws.root.join("n")).ok().as_deref(),
         Some("x\n")
     );
-    // Two probes and a create, one lookup: the kernel kept "not there" (a lookup of
-    // a name that is not there is counted in its process's `reads` as not found).
+    // Two probes, one lookup: the kernel kept "not there" (a lookup of a name that is
+    // not there is counted in its process's `reads` as not found). The create looks
+    // once more, as the name may have appeared meanwhile: two in all.
     let absent: Vec<Value> = ws
         .records()
         .into_iter()
         .filter(|r| r["outcome"] == "-32002")
         .collect();
-    assert_eq!(counted(&absent, "stat", "n"), 1, "{absent:#?}");
+    assert_eq!(counted(&absent, "stat", "n"), 2, "{absent:#?}");
 }
 
 /// A listing follows each change the view makes in its directory (the kernel keeps a
@@ -342,5 +343,46 @@ fn view_cache_an_append_after_the_agents_file_tool_keeps_the_file_tools_content(
             .ok()
             .as_deref(),
         Some(want)
+    );
+}
+
+/// A name the kernel remembers as absent may be created outside the view meanwhile (by
+/// the person at the host, say); an `open(O_CREAT)` of it then reaches the view as a
+/// create, which opens the file there as it is, as on a disk: `>>` appends to the
+/// host's content, it never empties the file first.
+#[test]
+fn view_cache_a_create_of_a_name_made_outside_meanwhile_keeps_its_content() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let ws = Ws::new();
+    let mut cmd = ws.fsgate_run();
+    cmd.args(["--", "sh", "-c"]);
+    cmd.arg("test -e n || echo absent; echo > ready; read go; echo appended >> n; cat n");
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("fsgate run");
+    let ready = ws.root.join("ready");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the command never got ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::write(ws.root.join("n"), "from the host\n").expect("write outside the view");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"go\n").expect("go");
+    drop(stdin);
+    let out = crate::common::view::waited(child, "fsgate run", std::time::Duration::from_secs(60));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(stdout, "absent\nfrom the host\nappended\n", "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("n")).ok().as_deref(),
+        Some("from the host\nappended\n")
     );
 }

@@ -6,7 +6,7 @@ use fsgate_gateway::ops;
 use std::ffi::OsStr;
 
 use fsgate_gateway::ops::Op;
-use fuser::{Errno, FileAttr, INodeNo, Request};
+use fuser::{Errno, FileAttr, FileType, INodeNo, Request};
 
 use crate::fs::View;
 
@@ -41,6 +41,43 @@ impl View {
         }
     }
 
+    /// A `create` request: the kernel sends one when it believes `name` absent, and it
+    /// may remember that for a while, during which the file can appear (made outside
+    /// the view, or through another door). A file there now is opened as an `open`
+    /// with the same flags would open it, never emptied unless `O_TRUNC` asks (as
+    /// `open(O_CREAT)` on a disk); with `O_EXCL`, it is `EEXIST`.
+    pub(crate) fn create_or_open(
+        &self,
+        req: &Request,
+        (parent, name): (INodeNo, &OsStr),
+        (mode, umask): (u32, u32),
+        flags: i32,
+    ) -> Result<(FileAttr, u64), Errno> {
+        let Some(attr) = self.look_up_or_absent(req, parent, name)? else {
+            return self.create_with_mode(req, (parent, name), mode, umask);
+        };
+        let opened = match attr.kind {
+            _ if flags & libc::O_EXCL != 0 => Err(Errno::EEXIST),
+            FileType::RegularFile => {
+                let truncate = flags & libc::O_TRUNC != 0;
+                let append = flags & libc::O_APPEND != 0;
+                self.open_write(req, attr.ino, (truncate, append))
+            }
+            FileType::Directory => Err(Errno::EISDIR),
+            _ => Err(Errno::EEXIST),
+        };
+        match opened {
+            Ok(handle) => Ok((attr, self.handles.add(handle))),
+            Err(e) => {
+                // No entry reaches the kernel: the lookup counted above is not held.
+                if let Ok(mut nodes) = self.nodes.lock() {
+                    nodes.forget(attr.ino.0, 1);
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// A new empty file `name` in `parent`, open for writing, with the mode asked
     /// for (see [`created_with_mode`](Self::created_with_mode)).
     pub(crate) fn create_with_mode(
@@ -54,7 +91,7 @@ impl View {
         let moded = self
             .child(req, parent, name)
             .and_then(|(path, _)| self.created_with_mode(req, path, mode, umask))
-            .and_then(|()| self.look_up(req, parent, name));
+            .and_then(|()| self.attr_again(req, parent, name));
         match moded {
             Ok(moded) => Ok((
                 FileAttr {

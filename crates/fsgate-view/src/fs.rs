@@ -375,6 +375,24 @@ impl View {
             .ok_or(Errno::ENOENT)
     }
 
+    /// The attributes of `name` in `parent` now, as [`look_up`](Self::look_up) gives
+    /// them but without counting a lookup: for a reply whose lookup was counted already
+    /// (a created file asked again after its mode was set).
+    pub(crate) fn attr_again(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+    ) -> Result<FileAttr, Errno> {
+        let (path, name) = self.child(req, parent, name)?;
+        let (ino, mut attr) = self.stat_or_absent(req, &path)?.ok_or(Errno::ENOENT)?;
+        if let Ok(mut nodes) = self.nodes.lock() {
+            attr.ino = INodeNo(nodes.settle(ino, parent.0, &name));
+        }
+        self.not_below_copy(&mut attr);
+        Ok(attr)
+    }
+
     /// [`look_up`](Self::look_up), where a name that is not there is `None`: the
     /// kernel may remember that (see `cache.rs`), a hidden name it may not.
     pub(crate) fn look_up_or_absent(

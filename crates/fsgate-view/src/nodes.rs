@@ -153,8 +153,14 @@ impl Nodes {
         let held = self.names.get(&(parent, name.to_string())).copied();
         match held {
             Some(node) if node != id && self.replaced.remove(&node) => {
+                // Only the newest version is found under the name again: the older
+                // ones were replaced, so their aliases go (else one per write is kept
+                // for as long as the kernel holds the node).
+                let older = self.alias_of.insert(node, vec![id]).unwrap_or_default();
+                for old in older {
+                    self.aliases.remove(&old);
+                }
                 self.aliases.insert(id, node);
-                self.alias_of.entry(node).or_default().push(id);
                 node
             }
             _ => id,
@@ -274,5 +280,20 @@ mod tests {
         assert_eq!(n.settle(13, ROOT, "other"), 13);
         n.forget(10, 1);
         assert_eq!(n.settle(12, ROOT, "t.db"), 12, "forgotten with its node");
+    }
+
+    /// A file written again and again while the kernel holds it keeps one alias, its
+    /// newest version's, not one per write.
+    #[test]
+    fn a_file_written_many_times_keeps_one_alias() {
+        let mut n = Nodes::default();
+        n.found(10, ROOT, "log");
+        for version in 100..1100 {
+            n.replaced(10);
+            assert_eq!(n.settle(version, ROOT, "log"), 10);
+        }
+        assert_eq!(n.aliases.len(), 1);
+        assert_eq!(n.alias_of.get(&10).map(Vec::len), Some(1));
+        assert_eq!(n.settle(1099, ROOT, "log"), 10, "the newest is still this node");
     }
 }

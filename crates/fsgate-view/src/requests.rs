@@ -462,7 +462,7 @@ impl Filesystem for View {
         if !self.handles.room() {
             return reply.error(Errno::ENFILE);
         }
-        match self.create_with_mode(req, (parent, name), mode, umask) {
+        match self.create_or_open(req, (parent, name), (mode, umask), flags) {
             Ok((attr, fh)) => {
                 if flags & libc::O_APPEND != 0 {
                     self.handles.appending(fh);
