@@ -382,3 +382,41 @@ fn grep_never_reads_denied_files() {
         assert_eq!(atime(f), old, "grep read the denied file {f}");
     }
 }
+
+/// UTF-16 of `text`, little-endian with a byte-order mark (PowerShell's default) or
+/// big-endian without one.
+fn utf16(text: &str, little_with_mark: bool) -> Vec<u8> {
+    match little_with_mark {
+        true => [0xFF, 0xFE]
+            .into_iter()
+            .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect(),
+        false => text.encode_utf16().flat_map(u16::to_be_bytes).collect(),
+    }
+}
+
+/// grep searches the bytes a read gives and skips what a text read refuses as binary:
+/// a file kept as UTF-16 (its secrets decoded) and one not valid UTF-8 show no line,
+/// though a plain file beside them does.
+#[test]
+fn grep_shows_no_line_of_a_file_a_text_read_refuses_as_binary() {
+    let g = Gate::start();
+    g.put("plain.txt", "marker plain\n");
+    // The secrets are put together here: no source file holds one whole.
+    let key = ["AKIA", "UJZDEGXDNCF32EPF"].concat();
+    let token = ["ghp_", "JBd0aJ3wRbc9sQkL1mNo2pQr3sTu4vWx5yZ6"].concat();
+    g.put(
+        "deploy.ps1",
+        utf16(&format!("marker $env:KEY = \"{key}\"\r\n"), true),
+    );
+    g.put("be.txt", utf16(&format!("marker tok {token}\n"), false));
+    g.put("latin1.txt", b"marker caf\xe9 line\n");
+    for name in ["deploy.ps1", "be.txt", "latin1.txt"] {
+        let e = g.err("fs/read_text_file", json!({"path": g.abs(name)}));
+        let refused = e.message.contains("binary") || e.message.contains("content:");
+        assert!(refused, "{name}: {e:?}");
+    }
+    let hits = grep_hits(&g.ok("_fsgate/grep", json!({"pattern": "."})));
+    let paths: Vec<&str> = hits.iter().map(|h| h.0.as_str()).collect();
+    assert_eq!(paths, vec![g.abs("plain.txt")], "{hits:?}");
+}

@@ -145,6 +145,44 @@ fn view_a_write_of_secret_content_fails_at_close_and_the_file_keeps_its_content(
     );
 }
 
+/// Secret content kept as UTF-16 (PowerShell's default) is found as in UTF-8: a file
+/// holding it is not read, and a write of it fails at close, the file kept as it was.
+#[test]
+fn view_secret_content_in_utf16_is_refused_on_read_and_on_write() {
+    let ws = Ws::new();
+    let key = ["AKIA", "UJZDEGXDNCF32EPF"].concat();
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(
+            format!("$env:KEY = \"{key}\"\r\n")
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        )
+        .collect();
+    std::fs::write(ws.root.join("deploy.ps1"), &utf16).expect("seed");
+    let script = "import errno\n\
+        def tried(f):\n    try:\n        f()\n        return 'done'\n    except OSError as e:\n        return errno.errorcode[e.errno]\n\
+        print('read', tried(lambda: open('deploy.ps1', 'rb').read()))\n\
+        f = open('b.txt', 'w', encoding='utf-16-be')\n\
+        f.write('key = ' + 'AKIA' + 'UJZDEGXDNCF32EPF' + '\\n')\n\
+        print('close', tried(f.close))\n";
+    let out = ws.run(&["python3", "-c", script]);
+    assert_eq!(
+        text(&out.stdout),
+        "read EACCES\nclose EACCES\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
+        "keep\n"
+    );
+    assert_eq!(
+        std::fs::read(ws.root.join("deploy.ps1")).expect("ps1"),
+        utf16
+    );
+}
+
 #[test]
 fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
     let ws = Ws::new();

@@ -23,6 +23,7 @@ mod gitleaks;
 mod regexes;
 mod rule;
 mod scan;
+mod utf16;
 
 use aho_corasick::AhoCorasick;
 use regex::Regex;

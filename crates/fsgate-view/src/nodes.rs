@@ -294,6 +294,10 @@ mod tests {
         }
         assert_eq!(n.aliases.len(), 1);
         assert_eq!(n.alias_of.get(&10).map(Vec::len), Some(1));
-        assert_eq!(n.settle(1099, ROOT, "log"), 10, "the newest is still this node");
+        assert_eq!(
+            n.settle(1099, ROOT, "log"),
+            10,
+            "the newest is still this node"
+        );
     }
 }

@@ -20,7 +20,7 @@ use super::gather::answer::{Cut, Reading, Room, Take};
 use super::kind::FileKind;
 use super::open::open_file_in;
 use super::permits::Permits;
-use super::read::check_regular;
+use super::read::{check_regular, is_binary};
 use super::walk::{Entry, Visit};
 use crate::error::WsError;
 use crate::root::Workspace;
@@ -63,7 +63,8 @@ pub struct GrepOptions<'a> {
     /// are shown only if the gate passes those very bytes (so a file cannot change
     /// between the check and the search). A file met in a walk is judged only if it has
     /// a match (a file without one shows nothing either way); a file named on its own
-    /// is judged first. `None`: files are streamed unchecked.
+    /// is judged first. `None`: no content check. Either way a file is read whole, and
+    /// one a text read refuses as binary is not searched.
     pub content_gate: Option<&'a ContentGate<'a>>,
     /// Whether deciding which entries may be read needs each file's size (some rule
     /// has a size condition): a walk then reads each entry's metadata, else only its
@@ -234,10 +235,6 @@ fn search_opened(
         });
     }
     let mut hits = Collect::new(path, opts, caps);
-    let Some(gate) = opts.content_gate else {
-        let _ = sc.searcher.search_file(opts.matcher, file, hits.sink());
-        return Ok(hits.finish());
-    };
     read_whole(file, &mut sc.buf, meta.len(), limit)?;
     sc.shrink_later = sc.buf.capacity() > KEEP_BUFFER_BYTES;
     if sc.buf.len() as u64 > limit {
@@ -246,13 +243,19 @@ fn search_opened(
             limit,
         });
     }
-    if gate_first && !gate(path, &sc.buf) {
+    // What a text read refuses as binary (invalid UTF-8 among them, and UTF-16) is
+    // not searched either: its lines would show what no read shows.
+    if is_binary(&sc.buf) {
+        return Ok(Found::Hits(Vec::new()));
+    }
+    let gate = opts.content_gate;
+    if gate_first && gate.is_some_and(|g| !g(path, &sc.buf)) {
         return Ok(Found::Withheld);
     }
     let _ = sc.searcher.search_slice(opts.matcher, &sc.buf, hits.sink());
     let found = hits.finish();
     let shown = matches!(&found, Found::Hits(h) if !h.is_empty());
-    if shown && !gate_first && !gate(path, &sc.buf) {
+    if shown && !gate_first && gate.is_some_and(|g| !g(path, &sc.buf)) {
         return Ok(Found::Withheld);
     }
     Ok(found)
@@ -323,6 +326,8 @@ impl Scratch {
             searcher: SearcherBuilder::new()
                 .line_number(true)
                 .binary_detection(BinaryDetection::quit(0))
+                // Never decoded: a file is searched as the bytes a read gives.
+                .bom_sniffing(false)
                 .build(),
             buf: Vec::new(),
             shrink_later: false,

@@ -5,6 +5,7 @@
 use regex::bytes::Regex as BytesRegex;
 
 use super::rule::builtin_regex;
+use super::utf16::utf16_decoded;
 use super::{
     CRule, ContentHit, ContentScanner, ContentTraceStep, Finding, Keywords, PACKED_WINDOW, Pattern,
     occurring_overlapping, shannon_entropy,
@@ -14,9 +15,12 @@ use fsgate_base::path::RelPath;
 impl ContentScanner {
     /// The first finding in `text` (rules in load order), if any.
     pub fn scan(&self, path: &RelPath, text: &[u8]) -> Option<ContentHit> {
-        self.run(Some(path.as_str()), text, true, None)
-            .into_iter()
-            .next()
+        let first = |t: &[u8]| {
+            self.run(Some(path.as_str()), t, true, None)
+                .into_iter()
+                .next()
+        };
+        first(text).or_else(|| utf16_decoded(text).and_then(|t| first(&t)))
     }
 
     /// [`scan`](Self::scan) of a text whose SHA-256 is `digest`: a text found clean at
@@ -38,14 +42,29 @@ impl ContentScanner {
     }
 
     /// Every finding in `text`.
+    /// Text kept as UTF-16 is scanned decoded too (its findings' lines and columns are
+    /// the decoded text's).
     pub fn scan_all(&self, path: &RelPath, text: &[u8]) -> Vec<ContentHit> {
-        self.run(Some(path.as_str()), text, false, None)
+        let mut hits = self.run(Some(path.as_str()), text, false, None);
+        if let Some(decoded) = utf16_decoded(text) {
+            hits.extend(self.run(Some(path.as_str()), &decoded, false, None));
+        }
+        hits
     }
 
-    /// Every reportable rule with what happened to it on `text`, for `policy explain`.
+    /// Every reportable rule with what happened to it on `text`, for `policy explain`;
+    /// for text kept as UTF-16, then on the text decoded (notes marked so).
     pub fn explain(&self, path: &RelPath, text: &[u8]) -> Vec<ContentTraceStep> {
         let mut trace = Vec::new();
         self.run(Some(path.as_str()), text, false, Some(&mut trace));
+        if let Some(decoded) = utf16_decoded(text) {
+            let mut more = Vec::new();
+            self.run(Some(path.as_str()), &decoded, false, Some(&mut more));
+            trace.extend(more.into_iter().map(|mut step| {
+                step.note = format!("decoded from UTF-16: {}", step.note);
+                step
+            }));
+        }
         trace
     }
 
