@@ -602,3 +602,65 @@ fn view_a_process_holding_every_file_it_can_open_leaves_the_view_working() {
         .count();
     assert_eq!(internal, 0, "{stderr}");
 }
+
+/// A tmpfs mounted at `dir` for the life of the guard (unmounted, lazily, at its drop).
+struct Mounted(std::path::PathBuf);
+
+impl Mounted {
+    fn tmpfs(dir: &Path, size: &str) -> Mounted {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "mounting a tmpfs needs root, as these tests run");
+        Mounted(dir.to_path_buf())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A change the filesystem under the workspace cannot take reaches the process as the
+/// errno a disk gives, not EIO: a rename onto another filesystem inside the workspace
+/// is EXDEV (so `mv` copies and removes instead), a write that finds no space is ENOSPC
+/// at its close.
+#[test]
+fn view_a_change_the_filesystem_cannot_take_gets_its_own_errno() {
+    let ws = Ws::new();
+    let _small = Mounted::tmpfs(&ws.root.join("small"), "64k");
+    let script = "import errno, os\n\
+        def tried(f):\n    try:\n        f()\n        return 'done'\n    except OSError as e:\n        return errno.errorcode[e.errno]\n\
+        print('rename', tried(lambda: os.rename('a.txt', 'small/a.txt')))\n\
+        def fill():\n    f = open('small/big', 'wb')\n    f.write(b'x' * 300_000)\n    f.close()\n\
+        print('fill', tried(fill))\n";
+    let mut cmd = ws.fsgate("run");
+    cmd.args(["--", "sh", "-c"])
+        .arg(format!(
+            "python3 -c \"$0\"; mv a.txt small/a.txt && echo mv-ok"
+        ))
+        .arg(script);
+    let out = crate::common::view::finished(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(stdout, "rename EXDEV\nfill ENOSPC\nmv-ok\n", "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("small/a.txt"))
+            .ok()
+            .as_deref(),
+        Some("hello\n")
+    );
+    assert!(!ws.root.join("a.txt").exists());
+    // `big` was created empty (a change of its own), as `open` makes it on a disk; its
+    // content found no room, and no partial copy of it is left.
+    let mut left: Vec<_> = std::fs::read_dir(ws.root.join("small"))
+        .expect("small")
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect();
+    left.sort();
+    assert_eq!(left, ["a.txt", "big"], "{stderr}");
+    assert_eq!(std::fs::read(ws.root.join("small/big")).ok(), Some(vec![]));
+}

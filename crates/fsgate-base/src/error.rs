@@ -128,7 +128,21 @@ pub enum GatewayError {
     /// A failure that is fsgate's own (I/O error, audit log unwritable...).
     #[error("internal error: {0}")]
     Internal(String),
+    /// The filesystem under the workspace could not take a change (no space left, a
+    /// quota, read-only): on the wire an internal error as any other; the view gives a
+    /// process the very errno, which programs handle (SQLite on a full disk).
+    #[error("internal error: {message}")]
+    Storage {
+        /// The operating system's errno (one of [`STORAGE_ERRNOS`]).
+        errno: i32,
+        /// What failed, with the system's words.
+        message: String,
+    },
 }
+
+/// The errnos a change's failure keeps as [`GatewayError::Storage`]: ENOSPC, EDQUOT,
+/// EROFS, EFBIG (Linux numbers).
+pub const STORAGE_ERRNOS: [i32; 4] = [28, 122, 30, 27];
 
 /// `, path P` for an error's message, or nothing when it names no path.
 fn path_part(path: &str) -> String {
@@ -147,7 +161,7 @@ impl GatewayError {
             GatewayError::NotFound { .. } | GatewayError::MissingParent { .. } => code::NOT_FOUND,
             GatewayError::Refused { .. } => code::REFUSED,
             GatewayError::Limit { .. } => code::LIMIT,
-            GatewayError::Internal(_) => code::INTERNAL,
+            GatewayError::Internal(_) | GatewayError::Storage { .. } => code::INTERNAL,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The rule ids of refusals the gateway makes itself (outside the policy engine), and
 //! the fixed limits it keeps; a workspace failure as the request's error.
 
-use fsgate_base::error::GatewayError;
+use fsgate_base::error::{GatewayError, STORAGE_ERRNOS};
 use fsgate_workspace::WsError;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
@@ -94,6 +94,12 @@ pub(crate) fn ws_error_under(e: WsError, shown: &str, limit: &str) -> GatewayErr
             path,
         },
         WsError::NameTooLong => GatewayError::InvalidParams(format!("{}: {e}", clip(shown))),
-        WsError::Io(io) => GatewayError::Internal(format!("{}: {io}", clip(shown))),
+        WsError::Io(io) => match io.raw_os_error() {
+            Some(errno) if STORAGE_ERRNOS.contains(&errno) => GatewayError::Storage {
+                errno,
+                message: format!("{}: {io}", clip(shown)),
+            },
+            _ => GatewayError::Internal(format!("{}: {io}", clip(shown))),
+        },
     }
 }

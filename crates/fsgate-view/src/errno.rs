@@ -35,6 +35,7 @@ pub(crate) fn errno(e: &GatewayError, refusal: Refusal) -> Errno {
         GatewayError::Limit { rule, .. } if rule.ends_with("_bytes") => Errno::EFBIG,
         GatewayError::Limit { .. } => Errno::EACCES,
         GatewayError::InvalidParams(msg) => invalid(msg),
+        GatewayError::Storage { errno, .. } => Errno::from_i32(*errno),
         GatewayError::Internal(_) => Errno::EIO,
     }
 }
@@ -52,6 +53,10 @@ fn invalid(msg: &str) -> Errno {
         ("is a directory", Errno::EISDIR),
         ("is too long for the filesystem", Errno::ENAMETOOLONG),
         ("not valid UTF-8", Errno::EILSEQ),
+        (
+            "a rename cannot cross filesystems; copy and remove instead",
+            Errno::EXDEV,
+        ),
     ];
     KNOWN
         .iter()

@@ -52,9 +52,11 @@ pub enum WsError {
     /// A name that is not valid UTF-8 cannot be expressed on the wire.
     #[error("a name on this path is not valid UTF-8")]
     NotUtf8,
-    /// A cross-directory rename refused by the kernel (Landlock ABI 1 has no Refer right).
+    /// A rename the kernel refused with EXDEV: its two ends are on different filesystems
+    /// (a mount inside the workspace), or, under Landlock ABI 1 (no Refer right), in
+    /// different directories.
     #[error(
-        "cross-directory rename refused by the kernel sandbox (Landlock ABI 1 lacks the Refer right); rename within one directory instead"
+        "the kernel refused the rename (EXDEV: the two paths are on different filesystems, or in different directories under Landlock ABI 1); a rename cannot cross filesystems; copy and remove instead"
     )]
     CrossDirRename,
     /// The operating system refused access: file permissions, or the kernel sandbox
