@@ -640,9 +640,7 @@ fn view_a_change_the_filesystem_cannot_take_gets_its_own_errno() {
         print('fill', tried(fill))\n";
     let mut cmd = ws.fsgate("run");
     cmd.args(["--", "sh", "-c"])
-        .arg(format!(
-            "python3 -c \"$0\"; mv a.txt small/a.txt && echo mv-ok"
-        ))
+        .arg("python3 -c \"$0\"; mv a.txt small/a.txt && echo mv-ok")
         .arg(script);
     let out = crate::common::view::finished(cmd);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
