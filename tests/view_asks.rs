@@ -653,3 +653,51 @@ fn view_questions_waiting_never_hold_the_whole_view() {
         .count();
     assert_eq!(unasked, 4, "{err}");
 }
+
+/// The command's stderr may stop being read (a paused terminal, a pipe nobody drains):
+/// the question's line on it cannot be written then, and `fsgate asks` still lists and
+/// answers the question. Before, the line was written with every question's lock held,
+/// and `fsgate asks` waited as long as the pipe stayed full.
+#[test]
+fn view_a_question_is_answered_while_the_commands_stderr_is_full() {
+    let ws = Ws::new(60);
+    // A thread of the command fills the pipe (its write waits, as the gateway's line does).
+    let script = "import os, threading, time\n\
+        threading.Thread(target=lambda: os.write(2, b'x' * 300000), daemon=True).start()\n\
+        time.sleep(1)\n\
+        print(open('asked.txt').read(), end='', flush=True)\n";
+    let mut child = ws.run(script);
+    let asks = |args: &[&str]| {
+        let mut cmd = ws.command(bin());
+        cmd.arg("asks").arg("--workspace").arg(&ws.root).args(args);
+        crate::common::view::finished_within(cmd, Duration::from_secs(20))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        let out = asks(&["--json"]);
+        let runs: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+        let first = runs
+            .iter()
+            .filter_map(|r| r["questions"].as_array())
+            .flatten()
+            .find_map(|q| q["id"].as_str().map(str::to_owned));
+        if let Some(id) = first {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "no question came");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = asks(&["--allow", &id]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The pipe is read from now on: the command, and the gateway's last lines, go on.
+    let mut stderr = child.stderr.take().expect("stderr");
+    let drained = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stderr, &mut all);
+        all.len()
+    });
+    let (code, lines, _) = ended(child);
+    assert_eq!(lines, ["the answer"]);
+    assert_eq!(code, Some(0));
+    assert!(drained.join().expect("drained") >= 300_000);
+}

@@ -93,6 +93,9 @@ impl Asks {
             shown: shown(q, peer, id, &self.session, timeout),
             answer: None,
         });
+        // Not held while stderr is written: a paused terminal or a full pipe there must
+        // not keep `fsgate asks` from listing or answering.
+        drop(waiting);
         // One line on the command's stderr, which the person watches: escaped once, as
         // a whole (the path as it is, cut, not `q.title()`, which is escaped already).
         fsgate_base::text::eprint_line(&format!(
@@ -102,6 +105,9 @@ impl Asks {
             fsgate_base::text::tail(&q.path, MAX_SHOWN_PATH),
             timeout.as_secs()
         ));
+        let Ok(mut waiting) = self.waiting.lock() else {
+            return Answer::Unanswered("the run's questions are unavailable".into());
+        };
         loop {
             let at = waiting.iter().position(|w| w.id == id);
             let done = at.and_then(|i| waiting[i].answer.is_some().then_some(i));

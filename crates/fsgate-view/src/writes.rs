@@ -78,7 +78,7 @@ impl View {
                 .copy_on(ino.0, req.pid())
                 .map_err(Errno::from)?;
             // No apply of the copy runs while it is looked at and filled.
-            let turn = shared.turn().map_err(|_| Errno::EIO)?;
+            let turn = shared.turn_within(&self.invalidator.waits)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
             p.opened_by(&allowed);
@@ -300,7 +300,7 @@ impl View {
         let attr = self.look_up(req, parent, name)?;
         let shared = (self.handles.copy_on(attr.ino.0, req.pid())).map_err(Errno::from)?;
         {
-            let _turn = shared.turn().map_err(|_| Errno::EIO)?;
+            let _turn = shared.turn_within(&self.invalidator.waits)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
             p.opened_by(&allowed);
