@@ -1545,3 +1545,68 @@ fn view_the_copies_of_files_open_for_writing_are_bounded_together() {
         assert_eq!(len.ok(), Some(11_000_000), "f{i}.bin");
     }
 }
+
+/// A directory moved while another process moves a directory into it: the entries are
+/// checked before the move, and the move is refused (the directory put back) if,
+/// where it went, it holds anything that was not checked. Before, `x -> deploy2` with
+/// `w/production` moved into `x` during the check planted `deploy2/production/evil.yml`,
+/// where the policy refuses every write. Each try moves in at another moment of the
+/// check; a try that lands inside it is refused.
+#[test]
+fn view_a_directory_moved_while_it_is_checked_lands_only_as_checked() {
+    let ws = Ws::new();
+    let policy = ws.state.join("protect.toml");
+    let base = ws.state.join("default.toml");
+    std::fs::write(&base, include_str!("../policies/default.toml")).expect("base");
+    let rule = "version = 1\nextends = \"default.toml\"\n[[rule]]\nid = \"protect-prod\"\n\
+        effect = \"deny\"\nops = [\"write\", \"delete\"]\npaths = [\"deploy2/production\"]\n\
+        reason = \"production is protected\"\n";
+    std::fs::write(&policy, rule).expect("policy");
+    std::fs::create_dir(ws.root.join("x")).expect("mkdir");
+    for i in 0..5000 {
+        std::fs::write(ws.root.join(format!("x/f{i:05}")), "x").expect("seed");
+    }
+    std::fs::create_dir_all(ws.root.join("w/production")).expect("mkdir");
+    std::fs::write(ws.root.join("w/production/evil.yml"), "planted\n").expect("seed");
+    let script = r#"
+import os, time
+t = time.time(); os.rename('x', 'y'); os.rename('y', 'x'); took = (time.time() - t) / 2
+hits = planted = 0
+for i in range(24):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(took * (0.05 + 0.9 * (i % 12) / 12))
+        try:
+            os.rename('w/production', 'x/production')
+            os._exit(0)
+        except OSError:
+            os._exit(1)
+    try:
+        os.rename('x', 'deploy2'); a = True
+    except OSError:
+        a = False
+    b = os.waitpid(pid, 0)[1] == 0
+    if os.path.exists('deploy2/production/evil.yml'):
+        planted += 1
+        break
+    hits += (b and not a)
+    if a:
+        os.rename('deploy2', 'x')
+    if os.path.exists('x/production'):
+        os.rename('x/production', 'w/production')
+print('planted', planted)
+print('refused while checked', hits > 0)
+"#;
+    let mut cmd = ws.fsgate_run();
+    cmd.arg("--policy")
+        .arg(&policy)
+        .args(["--", "python3", "-c", script]);
+    let out = finished(cmd);
+    assert_eq!(
+        text(&out.stdout),
+        "planted 0\nrefused while checked True\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!ws.root.join("deploy2/production").exists());
+}

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// The type of a directory entry, not following symlinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileKind {
     /// Regular file.

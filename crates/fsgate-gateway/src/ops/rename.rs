@@ -14,7 +14,7 @@ use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
 use fsgate_workspace::FileKind;
-use fsgate_workspace::{Follow, Resolved, WsError};
+use fsgate_workspace::{Entry, Follow, Resolved, WsError};
 use serde_json::{Map, Value};
 
 /// Both ends of a move: as requested, and where they really are.
@@ -86,11 +86,11 @@ impl Cx<'_> {
     ) -> Result<Output, GatewayError> {
         let ends = self.rename_ends(from, to, facts)?;
         let Ends {
-            src,
             dst,
             sres,
             dres,
             link,
+            ..
         } = &ends;
         facts.real = (
             Some(sres.real.as_str().to_string()),
@@ -102,16 +102,38 @@ impl Cx<'_> {
                 hint: "; create it first (mkdir)",
             });
         }
+        let mut checked = None;
         if let Some(target) = link {
             self.check_link_move(&ends, target, facts)?;
         } else if self.is_real_dir(&sres.real) {
-            self.check_dir_move(&ends, facts)?;
+            checked = Some(self.check_dir_move(&ends, facts)?);
         } else {
             self.check_file_move(&ends, facts)?;
         }
+        let moved = self.rename_checked(&ends, replace, facts)?;
+        if let Some(checked) = checked {
+            self.moved_as_checked(&ends, &checked)?;
+        }
+        Ok(moved)
+    }
+
+    /// The rename itself, once the policy allowed both ends.
+    fn rename_checked(
+        &self,
+        ends: &Ends,
+        replace: bool,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let Ends {
+            src,
+            dst,
+            sres,
+            dres,
+            ..
+        } = ends;
         // Only once the policy allowed the destination: a refusal says it exists.
         if !replace {
-            return self.rename_no_replace(&ends, facts);
+            return self.rename_no_replace(ends, facts);
         }
         if dres.exists
             && self
@@ -121,7 +143,7 @@ impl Cx<'_> {
         {
             self.saver.backup(&dres.real, &dst.shown, facts)?;
         } else if dres.exists {
-            self.note_replaced_link(&ends, facts)?;
+            self.note_replaced_link(ends, facts)?;
         }
         let may = crate::write::may_replace(dres.exists, facts);
         self.intend(facts)?;
@@ -130,6 +152,46 @@ impl Cx<'_> {
             .map_err(|e| ws_error(e, &src.shown))?;
         self.note_moved(sres, dres);
         Ok(Output::Unit)
+    }
+
+    /// A moved directory holds, where it went, only what was checked before it moved:
+    /// another process could put an entry in it while its entries were being checked
+    /// (a directory moved in, refused nowhere, would land under a path the policy
+    /// refuses). If it holds anything else, it is moved back, and the move refused.
+    fn moved_as_checked(&self, e: &Ends, checked: &[Entry]) -> Result<(), GatewayError> {
+        let key = |base: &RelPath, en: &Entry| {
+            let rel = en
+                .path
+                .as_str()
+                .get(base.as_str().len()..)
+                .map(str::to_owned);
+            (rel, en.id, en.kind)
+        };
+        let before: std::collections::HashSet<_> =
+            checked.iter().map(|en| key(&e.sres.real, en)).collect();
+        let now = self.descendants(&e.dres.real, &e.dst.shown)?;
+        let Some(new) = now
+            .iter()
+            .find(|en| !before.contains(&key(&e.dres.real, en)))
+        else {
+            return Ok(());
+        };
+        let back = self.workspace.rename_no_replace(&e.dres.real, &e.sres.real);
+        let reason = match back {
+            Ok(()) => format!(
+                "`{}` appeared in the directory while it was being checked; it was moved back",
+                new.path
+            ),
+            Err(err) => format!(
+                "`{}` appeared in the directory while it was being checked, and moving it back failed ({err}): it is at the new name",
+                new.path
+            ),
+        };
+        Err(GatewayError::Refused {
+            reason,
+            rule: crate::rules::RULE_UNINSPECTED.into(),
+            path: e.dst.shown.clone(),
+        })
     }
 
     /// A move that replaces nothing: no backup (nothing is replaced), then the intent,
@@ -255,7 +317,7 @@ impl Cx<'_> {
 
     /// A directory: deletable where it is, writable where it goes, and so is everything
     /// beneath it.
-    fn check_dir_move(&self, e: &Ends, facts: &mut Facts) -> Result<(), GatewayError> {
+    fn check_dir_move(&self, e: &Ends, facts: &mut Facts) -> Result<Vec<Entry>, GatewayError> {
         for p in [&e.sres.real, &e.src.rel] {
             self.check(OpClass::Delete, p, EntryKind::Dir, &e.src.shown, facts)?;
         }
@@ -273,7 +335,8 @@ impl Cx<'_> {
             facts,
         )?;
         let moved = (&e.sres.real, &e.dres.real);
-        self.check_moved_links(moved, &entries, &e.dst.shown, facts)
+        self.check_moved_links(moved, &entries, &e.dst.shown, facts)?;
+        Ok(entries)
     }
 
     /// What the policy knows of a file: its size when some rule has a size condition
