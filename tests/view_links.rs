@@ -348,3 +348,31 @@ t('read', lambda: open('sub/l').read().strip())
         "the move to the secret's name was not recorded as refused"
     );
 }
+
+/// A link's target is content the link holds (readlink gives it, git commits it): one
+/// holding a secret (an AWS key id, put together by the script) is refused as a write
+/// of it is, EACCES, the link not made, and the record of the refusal does not hold it.
+#[test]
+fn view_a_link_whose_target_holds_a_secret_is_refused_and_not_recorded() {
+    let ws = Ws::new();
+    let script = "import errno, os\n\
+        key = 'AKIA' + 'UJZDEGXDNCF32EPF'\n\
+        try:\n    os.symlink(key, 'keylink'); print('made')\n\
+        except OSError as e:\n    print(errno.errorcode[e.errno])\n\
+        os.symlink('a.txt', 'plain'); print(os.readlink('plain'))\n";
+    let out = ws.sh(&format!("python3 -c \"{script}\""));
+    assert_eq!(
+        text(&out.stdout),
+        "EACCES\na.txt\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(ws.link("keylink"), None);
+    let records = ws.records();
+    let refused = requests(&records, "symlink", "keylink");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["decision"], "deny");
+    assert_eq!(refused[0]["rule"], "content:aws-access-key-id");
+    let log = std::fs::read_to_string(ws.log()).expect("log");
+    assert!(!log.contains(&["AKIA", "UJZDEGXDNCF32EPF"].concat()));
+}

@@ -131,6 +131,18 @@ impl Cx<'_> {
                 path: rp.shown,
             });
         }
+        // A target is content the link holds (readlink gives it, git commits it): the
+        // content rules decide on it as on a write of those bytes.
+        if let Err(e) = self.check_content(OpClass::Write, &res.real, target.as_bytes(), &rp.shown)
+        {
+            // What the rules refuse stays out of the record too.
+            facts.args.remove("target");
+            facts.decision = Some("deny");
+            if let GatewayError::Refused { rule, .. } = &e {
+                facts.rule = Some(rule.clone());
+            }
+            return Err(e);
+        }
         if res.exists {
             return Err(GatewayError::InvalidParams(format!(
                 "{}: already exists",
