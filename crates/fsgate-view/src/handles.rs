@@ -173,15 +173,6 @@ impl Shared {
     pub(crate) fn turn(&self) -> LockResult<MutexGuard<'_, ()>> {
         self.turn.lock()
     }
-
-    /// The copy's turn, for an open: waited for only in a place among the threads that
-    /// may wait (`waits.rs`), as an apply holding it may wait for a person's answer.
-    pub(crate) fn turn_within(
-        &self,
-        waits: &Arc<crate::waits::Waits>,
-    ) -> Result<MutexGuard<'_, ()>, fuser::Errno> {
-        crate::waits::lock_within(&self.turn, waits)
-    }
 }
 
 impl std::ops::Deref for Shared {

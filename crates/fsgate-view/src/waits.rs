@@ -4,13 +4,11 @@
 //! threads (`THREADS`, held to this in lib.rs) wait so at once, so that two are always
 //! left to serve the rest: a writeback waited for, a read, the next question's refusal.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
-
 use fsgate_gateway::ask::{Answer, Asker, Question};
-use fuser::Errno;
 
 /// How many of the view's threads may wait at once.
 pub(crate) const AT_MOST: usize = 6;
@@ -37,23 +35,6 @@ impl Waits {
 impl Drop for Wait {
     fn drop(&mut self) {
         self.0.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// `lock`, taken at once if free, else waited for in a place among the waiting threads:
-/// its holder may be waiting for a person's answer (an apply that asks holds its copy's
-/// turn). With no place free, `EAGAIN` at once, never a thread held beyond the bound.
-pub(crate) fn lock_within<'a, T>(
-    lock: &'a Mutex<T>,
-    waits: &Arc<Waits>,
-) -> Result<MutexGuard<'a, T>, Errno> {
-    match lock.try_lock() {
-        Ok(held) => Ok(held),
-        Err(TryLockError::WouldBlock) => {
-            let _wait = waits.enter().ok_or(Errno::EAGAIN)?;
-            lock.lock().map_err(|_| Errno::EIO)
-        }
-        Err(TryLockError::Poisoned(_)) => Err(Errno::EIO),
     }
 }
 
@@ -103,25 +84,5 @@ mod tests {
         assert!(waits.enter().is_none());
         drop(held);
         assert!(waits.enter().is_some());
-    }
-
-    /// A lock held elsewhere is waited for in a place, and refused at once without one.
-    #[test]
-    fn a_held_lock_is_waited_for_only_in_a_place() {
-        let waits = Arc::new(Waits::default());
-        let lock = Arc::new(Mutex::new(0));
-        assert!(lock_within(&lock, &waits).is_ok(), "free: taken");
-        let held = lock.lock().expect("lock");
-        let full: Vec<Wait> = (0..AT_MOST).filter_map(|_| waits.enter()).collect();
-        assert_eq!(lock_within(&lock, &waits).err(), Some(Errno::EAGAIN));
-        drop(full);
-        let (lock2, waits2) = (Arc::clone(&lock), Arc::clone(&waits));
-        let waiter = std::thread::spawn(move || lock_within(&lock2, &waits2).map(|g| *g));
-        while waits.0.load(Ordering::Acquire) == 0 {
-            std::thread::yield_now();
-        }
-        drop(held);
-        assert_eq!(waiter.join().expect("join"), Ok(0));
-        assert_eq!(waits.0.load(Ordering::Acquire), 0, "its place given back");
     }
 }

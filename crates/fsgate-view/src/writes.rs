@@ -78,7 +78,7 @@ impl View {
                 .copy_on(ino.0, req.pid())
                 .map_err(Errno::from)?;
             // No apply of the copy runs while it is looked at and filled.
-            let turn = shared.turn_within(&self.invalidator.waits)?;
+            let turn = shared.turn().map_err(|_| Errno::EIO)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
             p.opened_by(&allowed);
@@ -182,6 +182,10 @@ impl View {
             // The copy holds what was refused: the next open fills it again, and until
             // then no open's answer stands for it.
             (p.current_at, p.refused) = (None, true);
+            drop((p, turn));
+            // So may the kernel's pages of the file (a writer's shared mapping puts its
+            // bytes there): they are taken back, and no reader is served them.
+            self.invalidator.replaced(ino, None);
             return Err(e);
         }
         self.handles.wrote(ino);
@@ -300,7 +304,7 @@ impl View {
         let attr = self.look_up(req, parent, name)?;
         let shared = (self.handles.copy_on(attr.ino.0, req.pid())).map_err(Errno::from)?;
         {
-            let _turn = shared.turn_within(&self.invalidator.waits)?;
+            let _turn = shared.turn().map_err(|_| Errno::EIO)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
             p.opened_by(&allowed);
