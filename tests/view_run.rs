@@ -1610,3 +1610,36 @@ print('refused while checked', hits > 0)
     );
     assert!(!ws.root.join("deploy2/production").exists());
 }
+
+/// A write through a shared mapping that the content rules refuse at `msync` leaves
+/// nothing of it for the next reader: the kernel's pages, which held the refused bytes,
+/// are taken back (again once the writer closed it: its mapping still shows it what it
+/// wrote, as a disk's would), and a process reading it then reads the file as it is on
+/// disk.
+#[test]
+fn view_bytes_refused_at_msync_are_not_served_to_the_next_reader() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("f.txt"), "x".repeat(4096)).expect("seed");
+    let script = "import errno, mmap, os, subprocess\n\
+        fd = os.open('f.txt', os.O_RDWR)\n\
+        m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)\n\
+        key = b'key = AKIA' + b'UJZDEGXDNCF32EPF\\n'\n\
+        m[:len(key)] = key\n\
+        try:\n    m.flush(); print('synced')\n\
+        except OSError as e:\n    print('msync', errno.errorcode[e.errno])\n\
+        print('writer', m[:10].decode())\n\
+        m.close(); os.close(fd)\n\
+        r = subprocess.run(['head', '-c', '10', 'f.txt'], capture_output=True)\n\
+        print('reader', r.stdout.decode())\n";
+    let out = ws.run(&["python3", "-c", script]);
+    assert_eq!(
+        text(&out.stdout),
+        "msync EACCES\nwriter key = AKIA\nreader xxxxxxxxxx\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("f.txt")).expect("f"),
+        "x".repeat(4096)
+    );
+}

@@ -440,8 +440,13 @@ impl Filesystem for View {
         // A copy not applied yet (no flush came) is applied now; its refusal reaches
         // no one but the record.
         let applied = self.apply(req, fh);
+        let refused = self.refused_copy(fh);
         self.handles.remove(fh.0);
         self.passthrough.released(fh.0);
+        // The pages a mapping of the refused copy faulted in since its refusal go too.
+        if let Some(ino) = refused {
+            self.invalidator.replaced(ino, None);
+        }
         match applied {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -563,6 +568,17 @@ const BESIDE_A_WRITER: FopenFlags = FopenFlags::FOPEN_DIRECT_IO
     .union(FopenFlags::FOPEN_NOFLUSH);
 
 impl View {
+    /// The node of handle `fh`'s private copy, if its last apply was refused (it may
+    /// hold what was refused, and so may the pages mapped from it).
+    fn refused_copy(&self, fh: FileHandle) -> Option<u64> {
+        let handle = self.handles.get(fh.0)?;
+        let Handle::Write(w) = handle.as_ref() else {
+            return None;
+        };
+        let p = w.lock().ok()?;
+        p.refused.then_some(p.ino)
+    }
+
     fn open_flags(&self, h: &Handle) -> FopenFlags {
         match h {
             Handle::Write(_) => PRIVATE_COPY,
