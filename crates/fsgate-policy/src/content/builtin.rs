@@ -54,23 +54,50 @@ pub(crate) const BUILTIN_CONTENT_RULES: &[BuiltinRule] = &[
         description: "PEM private key block (RSA, EC, DSA, OpenSSH, PKCS#8, PGP), with its body",
         // A body of at least 64 base64/header characters is required, so code that only
         // names the BEGIN/END markers (a PEM parser) is not a finding. A backslash is
-        // body too: a key kept in a JSON string has its line breaks written `\n`.
-        regex: r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s:,.\\-]{64,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
+        // body too: a key kept in a JSON string has its line breaks written `\n`; so are
+        // quotes, `+`, `#`, `*` and `;`: a key kept as a program's string literals, one
+        // per line, or in a comment block. Markers in any case. Without its END line, a
+        // key is still one when 64 base64 characters follow its BEGIN line at once.
+        regex: r#"(?i:-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)(?:[A-Za-z0-9+/=\s:,.\\"'#*;`-]{64,}?(?i:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)|(?:\s|\\[rn]|["'])*[A-Za-z0-9+/]{64})"#,
         secret_group: None,
         entropy: None,
         keywords: &["-----begin"],
         allow_regexes: &[],
         allow_stopwords: &[],
-        tps: &[concat!(
-            "-----BEGIN OPENSSH PRIVATE",
-            " KEY-----\n",
-            "g6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZD\n",
-            "z/TddJ8HyS5SUkCnD8zRA9a9SkpXz9w3QlY7Zkuvqdt7s8Stqcbnr3yBdGBLEPH1\n",
-            "-----END OPENSSH PRIVATE KEY-----\n"
-        )],
+        tps: &[
+            concat!(
+                "-----BEGIN OPENSSH PRIVATE",
+                " KEY-----\n",
+                "g6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZD\n",
+                "z/TddJ8HyS5SUkCnD8zRA9a9SkpXz9w3QlY7Zkuvqdt7s8Stqcbnr3yBdGBLEPH1\n",
+                "-----END OPENSSH PRIVATE KEY-----\n"
+            ),
+            concat!(
+                "key = (\"-----BEGIN RSA PRIVATE",
+                " KEY-----\\n\"\n",
+                "  \"g6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZD\\n\"\n",
+                "  \"z/TddJ8HyS5SUkCnD8zRA9a9SkpXz9w3QlY7Zkuvqdt7s8Stqcbnr3yBdGBLEPH1\\n\"\n",
+                "  \"-----END RSA PRIVATE KEY-----\\n\")\n"
+            ),
+            concat!(
+                "# -----begin rsa private",
+                " key-----\n",
+                "# g6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZD\n",
+                "# z/TddJ8HyS5SUkCnD8zRA9a9SkpXz9w3QlY7Zkuvqdt7s8Stqcbnr3yBdGBLEPH1\n",
+                "# -----end rsa private key-----\n"
+            ),
+            concat!(
+                "-----BEGIN EC PRIVATE",
+                " KEY-----\n",
+                "g6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZD\n",
+                "z/TddJ8HyS5SUkCnD8zRA9a9SkpXz9w3Ql\n"
+            ),
+        ],
         fps: &[
             "const BEGIN: &str = \"-----BEGIN RSA PRIVATE KEY-----\";\nconst END: &str = \"-----END RSA PRIVATE KEY-----\";",
             "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+            "if line == \"-----BEGIN RSA PRIVATE KEY-----\" {\n    return parse_private_key_body(lines, \"-----END RSA PRIVATE KEY-----\");\n}",
+            "pem = \"-----BEGIN PRIVATE KEY-----\\n\" + base64_encode(key_der_bytes_of_the_private_key) + \"\\n-----END PRIVATE KEY-----\"",
         ],
     },
     BuiltinRule {
