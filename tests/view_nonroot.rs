@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::view::{ViewWs, finished, give_to_nobody, text, view_ws};
+use crate::common::view::{NOBODY, ViewWs, finished, give_to_nobody, text, view_ws};
 use crate::common::{DesktopFuse, bin};
 
 view_ws! {
@@ -191,4 +191,70 @@ fn view_a_user_who_is_not_root_answers_an_ask_and_no_other_user_can() {
         .expect("an answer record");
     let by = answer["details"]["by"].as_str().expect("by");
     assert!(by.starts_with("uid 65534 pid "), "{by}");
+}
+
+const APPEND_TO_EACH: &str = r#"
+import errno, sys
+for name in sys.argv[1:]:
+    try:
+        f = open(name, 'a')
+        f.write('appended\n')
+        f.close()
+        print(name, 'ok')
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+"#;
+
+/// A write through the view keeps what a write in place keeps: the file's owner and
+/// mode (root appending to `nobody`'s 0600 file leaves it `nobody`'s, 0600), and its
+/// permission bits bind fsgate as they bind a process writing in place (`nobody` may
+/// not write its own 0444 file, nor root's 0644 one in its directory). Before, a write
+/// replaced the file with one of fsgate's own, whatever its bits said.
+#[test]
+fn view_a_write_keeps_the_files_owner_and_is_bound_by_its_permission_bits() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let ws = Ws::new();
+    let mode = |name: &str, m: u32| {
+        std::fs::set_permissions(ws.root.join(name), std::fs::Permissions::from_mode(m))
+            .expect("chmod");
+    };
+    std::fs::write(ws.root.join("mine.txt"), "mine\n").expect("write");
+    std::fs::write(ws.root.join("roots.txt"), "root's\n").expect("write");
+    ws.give();
+    mode("mine.txt", 0o444);
+    std::os::unix::fs::lchown(ws.root.join("roots.txt"), Some(0), Some(0)).expect("chown");
+    mode("b.txt", 0o600);
+    let _fuse = DesktopFuse::ensure();
+    let mut cmd = ws.run(None, APPEND_TO_EACH);
+    cmd.args(["a.txt", "mine.txt", "roots.txt"]);
+    let out = finished(cmd);
+    assert_eq!(
+        text(&out.stdout),
+        "a.txt ok\nmine.txt EACCES\nroots.txt EACCES\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(ws.root.join(name)).expect("read");
+    assert_eq!(read("mine.txt"), "mine\n");
+    assert_eq!(read("roots.txt"), "root's\n");
+    // Root, through its own view, appends to nobody's 0600 file: it stays nobody's.
+    let (_roots_dir, roots) = crate::common::canonical_tempdir("fsgate-root-state");
+    let mut cmd = ws.command(false, bin());
+    cmd.arg("run")
+        .arg("--workspace")
+        .arg(&ws.root)
+        .arg("--audit-log")
+        .arg(roots.join("audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(roots.join("backups"))
+        .env("XDG_STATE_HOME", &roots);
+    cmd.args(["--", "/usr/bin/python3", "-c", APPEND_TO_EACH, "b.txt"]);
+    let out = finished(cmd);
+    assert_eq!(text(&out.stdout), "b.txt ok\n", "{}", text(&out.stderr));
+    assert_eq!(read("b.txt"), "keep\nappended\n");
+    let meta = std::fs::metadata(ws.root.join("b.txt")).expect("stat");
+    assert_eq!(
+        (meta.uid(), meta.gid(), meta.mode() & 0o7777),
+        (NOBODY, NOBODY, 0o600)
+    );
 }

@@ -95,12 +95,12 @@ impl Workspace {
     ) -> Result<StagedWrite, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
-        let (found, mode) = check_target(&parent, name)?;
+        let (found, keep) = check_target(&parent, name)?;
         allowed(may, found)?;
         let replaced = found.is_some();
         let staged = match atomic::stage_unnamed(&parent) {
             Some(s) if beside => {
-                let s = fill_unsynced(s, content, mode, &parent, temp)?;
+                let s = fill_unsynced(s, content, keep, &parent, temp)?;
                 let syncing = sync_pool::start(move || sync_staged(s));
                 // The next write's file, made while this one's syncs wait on the disk
                 // (over a file, the backup's helpers have that time already: later).
@@ -111,14 +111,14 @@ impl Workspace {
                 }
                 Some(Content::Syncing(syncing))
             }
-            Some(s) => Some(Content::Synced(fill(s, content, mode, &parent, temp)?)),
+            Some(s) => Some(Content::Synced(fill(s, content, keep, &parent, temp)?)),
             None => None,
         };
         Ok(StagedWrite {
             parent,
             name: name.to_string(),
             staged,
-            mode,
+            keep,
             replaced,
             may,
         })
@@ -152,7 +152,7 @@ impl Workspace {
             parent,
             name,
             staged,
-            mode,
+            keep,
             replaced,
             may,
         } = w;
@@ -166,7 +166,7 @@ impl Workspace {
             Some(Content::Syncing(s)) => s.wait().map_err(WsError::from_io)?,
             None => {
                 let s = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
-                fill(s, content, mode, &parent, temp)?
+                fill(s, content, keep, &parent, temp)?
             }
         };
         if replaced {
@@ -178,7 +178,7 @@ impl Workspace {
         if !atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)? {
             // The unnamed file could not be linked here: once more, under its name.
             let staged = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
-            let staged = fill(staged, content, mode, &parent, temp)?;
+            let staged = fill(staged, content, keep, &parent, temp)?;
             atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)?;
         }
         let entry = EntrySync {
@@ -262,7 +262,7 @@ pub struct StagedWrite {
     /// The content in an unnamed file; None: to be staged under the temporary name
     /// when published.
     staged: Option<Content>,
-    mode: u32,
+    keep: Keep,
     replaced: bool,
     may: Replace,
 }
@@ -286,14 +286,54 @@ fn allowed(may: Replace, found: Option<(u64, u64)>) -> Result<(), WsError> {
     }
 }
 
+/// What new content takes from the file it replaces, as a write in place keeps them:
+/// its permission bits (without set-user-ID and set-group-ID: a write by an
+/// unprivileged process clears them too) and its owner, where that is not fsgate's own
+/// (fsgate run as root on a person's files leaves them theirs).
+#[derive(Debug, Clone, Copy)]
+struct Keep {
+    mode: u32,
+    owner: Option<(u32, u32)>,
+}
+
+impl Keep {
+    /// A new file's: 0644, fsgate's owner.
+    const NEW: Keep = Keep {
+        mode: 0o644,
+        owner: None,
+    };
+
+    /// Gives `f` the owner, then the mode (a change of owner clears set-ID bits). An
+    /// owner fsgate may not give (not root) is left as it is.
+    fn set_on(self, f: &std::fs::File) -> std::io::Result<()> {
+        if let Some((uid, gid)) = self.owner {
+            let (uid, gid) = raw_ids(uid, gid);
+            if let Err(e) = rustix::fs::fchown(f, Some(uid), Some(gid))
+                && e != rustix::io::Errno::PERM
+            {
+                return Err(e.into());
+            }
+        }
+        f.set_permissions(std::fs::Permissions::from_mode(self.mode))
+    }
+}
+
+/// The ids as rustix takes them.
+fn raw_ids(uid: u32, gid: u32) -> (rustix::fs::Uid, rustix::fs::Gid) {
+    (
+        rustix::fs::Uid::from_raw(uid),
+        rustix::fs::Gid::from_raw(gid),
+    )
+}
+
 /// What is at `name` in `parent` now: the regular file a write will replace (device,
-/// inode), if any, and the mode the new content gets (the replaced file's permission
-/// bits without set-user-ID and set-group-ID, else 0644). Anything but a regular file
-/// with one link is refused.
-fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, u32), WsError> {
+/// inode), if any, and what the new content keeps of it ([`Keep`]). Anything but a
+/// regular file with one link is refused, and so is a file fsgate itself may not write
+/// (its permission bits say so, as they would to a write in place).
+fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, Keep), WsError> {
     let m = match parent.symlink_metadata(name) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, 0o644)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, Keep::NEW)),
         Err(e) => return Err(WsError::from_io(e)),
     };
     let ft = m.file_type();
@@ -310,9 +350,22 @@ fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, u32), W
         return Err(WsError::HardLink(cap_std::fs::MetadataExt::nlink(&m)));
     }
     use cap_std::fs::MetadataExt;
-    // An agent's content never inherits set-user-ID or set-group-ID (a write by an
-    // unprivileged process clears them too).
-    Ok((Some((m.dev(), m.ino())), m.mode() & 0o1777))
+    let access = rustix::fs::Access::WRITE_OK;
+    if let Err(e) = rustix::fs::accessat(parent, name, access, rustix::fs::AtFlags::EACCESS)
+        && matches!(e, rustix::io::Errno::ACCESS | rustix::io::Errno::PERM)
+    {
+        return Err(WsError::OsDenied);
+    }
+    let ours = (
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+    );
+    let theirs = (m.uid(), m.gid());
+    let keep = Keep {
+        mode: m.mode() & 0o1777,
+        owner: (theirs != ours).then_some(theirs),
+    };
+    Ok((Some((m.dev(), m.ino())), keep))
 }
 
 /// Writes `content` into the staged file, sets its mode and syncs it; on failure the
@@ -320,11 +373,11 @@ fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, u32), W
 fn fill(
     staged: Staged,
     content: &[u8],
-    mode: u32,
+    keep: Keep,
     parent: &Dir,
     temp: &TempName,
 ) -> Result<Staged, WsError> {
-    let mut staged = fill_unsynced(staged, content, mode, parent, temp)?;
+    let mut staged = fill_unsynced(staged, content, keep, parent, temp)?;
     match staged.file().sync_all() {
         Ok(()) => Ok(staged),
         Err(e) => {
@@ -339,14 +392,12 @@ fn fill(
 fn fill_unsynced(
     mut staged: Staged,
     content: &[u8],
-    mode: u32,
+    keep: Keep,
     parent: &Dir,
     temp: &TempName,
 ) -> Result<Staged, WsError> {
     let f = staged.file();
-    let done = f
-        .write_all(content)
-        .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(mode)));
+    let done = f.write_all(content).and_then(|()| keep.set_on(f));
     match done {
         Ok(()) => Ok(staged),
         Err(e) => {
