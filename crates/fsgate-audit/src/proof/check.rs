@@ -61,6 +61,15 @@ fn signed_note(text: &str, key: &VerifyingKey) -> Result<SignedNote, ProofError>
     Ok(note)
 }
 
+/// A number as the format writes it: decimal digits, no sign, no leading zero (`0`
+/// alone excepted), so one proof has one spelling, as the independent checker reads it.
+fn decimal(text: &str) -> Option<u64> {
+    let canonical = text.bytes().all(|b| b.is_ascii_digit())
+        && !text.is_empty()
+        && (text == "0" || !text.starts_with('0'));
+    canonical.then(|| text.parse().ok()).flatten()
+}
+
 fn b64_hash(line: &str) -> Result<Hash, ProofError> {
     B64.decode(line)
         .ok()
@@ -88,7 +97,7 @@ fn check_inclusion(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError
     let record = record.ok_or_else(|| invalid("no record (extra line)"))?;
     let index = next
         .and_then(|l| l.strip_prefix("index "))
-        .and_then(|i| i.parse::<u64>().ok())
+        .and_then(decimal)
         .ok_or_else(|| invalid("no index line"))?;
     let path = lines.map(b64_hash).collect::<Result<Vec<_>, _>>()?;
     let note = signed_note(note, key)?;
@@ -143,4 +152,19 @@ fn check_consistency(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofErr
         old: o.size,
         new: n.size,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    /// One spelling per number, as the independent checker (`audit/verify.py`) reads it.
+    #[test]
+    fn an_index_has_one_spelling() {
+        assert_eq!(decimal("0"), Some(0));
+        assert_eq!(decimal("19"), Some(19));
+        for other in ["019", "+19", "00", "", " 19", "19 ", "1e3", "-1"] {
+            assert_eq!(decimal(other), None, "{other:?}");
+        }
+    }
 }
