@@ -701,3 +701,55 @@ fn view_a_question_is_answered_while_the_commands_stderr_is_full() {
     assert_eq!(code, Some(0));
     assert!(drained.join().expect("drained") >= 300_000);
 }
+
+/// The unix sockets under `dir`, found by walking it.
+fn sockets_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_dir() {
+                todo.push(e.path());
+            } else if std::os::unix::fs::FileTypeExt::is_socket(&t) {
+                found.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+/// Connections to a run's socket that send nothing (another process of the same user
+/// holding them open) do not keep `fsgate asks` from listing and answering at once.
+/// Before, connections were served one after another, each idle one for 5 s: `fsgate
+/// asks` said "no question waits", and an answer it reported as failed was applied
+/// later.
+#[test]
+fn view_idle_connections_to_a_run_do_not_hold_a_persons_answer_back() {
+    let ws = Ws::new(60);
+    let mut child = ws.run(OPEN);
+    let questions = ws.waiting(&mut child);
+    let id = questions[0]["id"].as_str().expect("id").to_owned();
+    let socket = sockets_under(&ws.xdg).pop().expect("the run's socket");
+    let dir = std::fs::File::open(socket.parent().expect("dir")).expect("dir");
+    let at = Path::new("/proc/self/fd")
+        .join(std::os::fd::AsRawFd::as_raw_fd(&dir).to_string())
+        .join(socket.file_name().expect("name"));
+    let idle: Vec<std::os::unix::net::UnixStream> = (0..8)
+        .map(|_| std::os::unix::net::UnixStream::connect(&at).expect("connect"))
+        .collect();
+    let started = Instant::now();
+    let (ok, out) = ws.asks(&["--json"]);
+    assert!(ok && out.contains(&id), "{out}");
+    let (ok, out) = ws.asks(&["--allow", &id]);
+    assert!(ok, "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(idle);
+    let (code, lines, err) = ended(child);
+    assert_eq!(lines, ["the answer"], "{err}");
+    assert_eq!(code, Some(0));
+}

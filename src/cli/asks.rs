@@ -94,16 +94,29 @@ fn connect(socket: &Path) -> Option<UnixStream> {
     }
 }
 
-/// Prints what every run of the workspace waits for.
+/// Prints what every run of the workspace waits for; a run that listens but does not
+/// answer is said on stderr (exit 1): its questions may wait still.
 fn list(dir: &Path, as_json: bool) -> ExitCode {
-    let runs: Vec<Value> = sockets(dir)
-        .iter()
-        .filter_map(|s| ask(s, &serde_json::json!({"request": "list"})))
-        .collect();
+    let mut runs: Vec<Value> = Vec::new();
+    let mut code = ExitCode::SUCCESS;
+    for socket in sockets(dir) {
+        match ask(&socket, &serde_json::json!({"request": "list"})) {
+            Reached::Answered(run) => runs.push(run),
+            Reached::NotRunning => {}
+            Reached::Silent(why) => {
+                let run = socket.file_stem().unwrap_or_default().to_string_lossy();
+                let run = escape_for_humans(&run);
+                fsgate_base::text::eprint_line(&format!(
+                    "fsgate: run {run} did not answer ({why}): its questions are not listed"
+                ));
+                code = ExitCode::from(1);
+            }
+        }
+    }
     let mut out = std::io::stdout().lock();
     if as_json {
         let _ = writeln!(out, "{}", Value::Array(runs));
-        return ExitCode::SUCCESS;
+        return code;
     }
     let questions: Vec<&Value> = runs
         .iter()
@@ -127,7 +140,7 @@ fn list(dir: &Path, as_json: bool) -> ExitCode {
             q["timeoutSecs"]
         );
     }
-    ExitCode::SUCCESS
+    code
 }
 
 /// Answers question `id` (`SESSION:N`) with `kind`.
@@ -142,9 +155,13 @@ fn answer_one(dir: &Path, id: &str, kind: &str) -> ExitCode {
     let socket = dir.join(format!("{session}.sock"));
     let request = serde_json::json!({"request": "answer", "id": n, "answer": kind});
     match ask(&socket, &request) {
-        Some(r) if r["ok"] == true => ExitCode::SUCCESS,
-        Some(r) => fail(&escape_for_humans(r["error"].as_str().unwrap_or("refused"))),
-        None => fail(&format!("no run {} is running", escape_for_humans(session))),
+        Reached::Answered(r) if r["ok"] == true => ExitCode::SUCCESS,
+        Reached::Answered(r) => fail(&escape_for_humans(r["error"].as_str().unwrap_or("refused"))),
+        Reached::NotRunning => fail(&format!("no run {} is running", escape_for_humans(session))),
+        Reached::Silent(why) => fail(&format!(
+            "run {} did not answer ({why}); the answer was sent and may still be taken: list the questions again to see",
+            escape_for_humans(session)
+        )),
     }
 }
 
@@ -162,19 +179,37 @@ fn sockets(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// One request to the run listening at `socket`, and its answer (None: nobody listens;
-/// a socket left by a run that ended is removed).
-fn ask(socket: &Path, request: &Value) -> Option<Value> {
-    let mut conn = connect(socket)?;
-    let timeout = Some(Duration::from_secs(10));
-    conn.set_read_timeout(timeout).ok()?;
-    conn.set_write_timeout(timeout).ok()?;
-    let mut line = request.to_string();
-    line.push('\n');
-    conn.write_all(line.as_bytes()).ok()?;
-    let mut reply = String::new();
-    BufReader::new((&conn).take(MAX_REPLY))
-        .read_line(&mut reply)
-        .ok()?;
-    serde_json::from_str(&reply).ok()
+/// What one request to a run got.
+enum Reached {
+    /// Its answer.
+    Answered(Value),
+    /// Nobody listens (a socket left by a run that ended is removed).
+    NotRunning,
+    /// A run listens but gave no answer: why.
+    Silent(String),
+}
+
+/// One request to the run listening at `socket`, and what came of it.
+fn ask(socket: &Path, request: &Value) -> Reached {
+    let Some(mut conn) = connect(socket) else {
+        return Reached::NotRunning;
+    };
+    let mut exchange = || -> std::io::Result<Value> {
+        let timeout = Some(Duration::from_secs(10));
+        conn.set_read_timeout(timeout)?;
+        conn.set_write_timeout(timeout)?;
+        let mut line = request.to_string();
+        line.push('\n');
+        conn.write_all(line.as_bytes())?;
+        let mut reply = String::new();
+        BufReader::new((&conn).take(MAX_REPLY)).read_line(&mut reply)?;
+        if reply.is_empty() {
+            return Err(std::io::Error::other("it closed the connection (busy)"));
+        }
+        serde_json::from_str(&reply).map_err(std::io::Error::other)
+    };
+    match exchange() {
+        Ok(v) => Reached::Answered(v),
+        Err(e) => Reached::Silent(e.to_string()),
+    }
 }

@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -258,24 +259,48 @@ pub fn short(path: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
     Ok((dir, at))
 }
 
-/// Answers `fsgate asks` on `listener`, one connection after another, for ever (the
-/// thread ends with the process).
+/// Connections served at once at most; one more is closed unserved.
+const MAX_CONNS: usize = 32;
+
+/// Answers `fsgate asks` on `listener`, each connection on a thread of its own (at
+/// most [`MAX_CONNS`] at once: idle connections of the same user's must not hold a
+/// person's answer back), for ever (the threads end with the process).
 pub fn serve(asks: Arc<Asks>, listener: UnixListener) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("fsgate-asks".into())
         .spawn(move || {
+            let open = Arc::new(AtomicUsize::new(0));
             for conn in listener.incoming() {
                 match conn {
-                    Ok(c) => {
-                        if let Err(e) = one(&asks, c) {
-                            tracing::debug!("fsgate asks: {e}");
-                        }
-                    }
+                    Ok(c) => serve_one(&asks, &open, c),
                     Err(e) => tracing::debug!("fsgate asks: accept: {e}"),
                 }
             }
         })
         .map(drop)
+}
+
+/// [`one`] on a thread of its own, if fewer than [`MAX_CONNS`] are served; else the
+/// connection is closed unanswered (its `fsgate asks` says the run did not answer).
+fn serve_one(asks: &Arc<Asks>, open: &Arc<AtomicUsize>, conn: UnixStream) {
+    if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNS {
+        open.fetch_sub(1, Ordering::AcqRel);
+        tracing::debug!("fsgate asks: {MAX_CONNS} connections are served already");
+        return;
+    }
+    let (asks, done) = (Arc::clone(asks), Arc::clone(open));
+    let spawned = std::thread::Builder::new()
+        .name("fsgate-asks-conn".into())
+        .spawn(move || {
+            if let Err(e) = one(&asks, conn) {
+                tracing::debug!("fsgate asks: {e}");
+            }
+            done.fetch_sub(1, Ordering::AcqRel);
+        });
+    if let Err(e) = spawned {
+        open.fetch_sub(1, Ordering::AcqRel);
+        tracing::debug!("fsgate asks: no thread for a connection: {e}");
+    }
 }
 
 /// One connection: its peer checked, one request read, one answer written.
