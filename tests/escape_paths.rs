@@ -285,3 +285,43 @@ fn a_workspace_named_through_a_symlink_accepts_that_name_and_no_escape_through_i
         by_id[&4]
     );
 }
+
+/// A deny rule typed with a composed accent (`données`, NFC, as a policy is typed)
+/// refuses the same name spelled decomposed (`donne\u{301}es`, NFD, as macOS writes
+/// names), for a read, a listing and grep; `policy explain` says so. Before, the
+/// decomposed spelling was read as allowed.
+#[test]
+fn a_deny_rule_refuses_a_name_in_either_unicode_spelling() {
+    let policy = "version = 1\n\
+        [[rule]]\nid = \"payroll\"\neffect = \"deny\"\nops = [\"*\"]\npaths = [\"donn\u{e9}es/**\"]\n\
+        [[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n";
+    let decomposed = "donne\u{301}es";
+    let g = Gate::with_policy(policy);
+    g.put(
+        &format!("{decomposed}/paie.txt"),
+        "SALAIRES confidentiels\n",
+    );
+    g.put("public.txt", "public\n");
+    let read = g.call(
+        "fs/read_text_file",
+        json!({"path": g.abs(&format!("{decomposed}/paie.txt"))}),
+    );
+    let e = assert_refused_any(read);
+    assert_eq!(
+        e.data.as_ref().map(|d| d["rule"].clone()),
+        Some(json!("payroll"))
+    );
+    let hits = crate::common::grep_hits(&g.ok("_fsgate/grep", json!({"pattern": "SALAIRES"})));
+    assert_eq!(hits, vec![], "grep showed the refused file");
+    let dir = std::env::temp_dir().join("fsgate-nfd-policy.toml");
+    std::fs::write(&dir, policy).expect("policy");
+    let out = std::process::Command::new(crate::common::bin())
+        .args(["policy", "explain"])
+        .arg(&dir)
+        .args(["--op", "read", &format!("{decomposed}/paie.txt")])
+        .output()
+        .expect("explain");
+    let _ = std::fs::remove_file(&dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("DENY by payroll"), "{text}");
+}

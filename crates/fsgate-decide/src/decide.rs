@@ -77,7 +77,39 @@ impl Engine {
         (d, trace)
     }
 
+    /// A name spelled decomposed (NFD: macOS writes accents so) is, to a person, the
+    /// name composed (NFC), which is how a policy is typed and its globs matched: the
+    /// path is decided in both spellings, and a refusal (or a question) of either is
+    /// the decision.
     pub(super) fn evaluate(
+        &self,
+        op: OpClass,
+        path: &RelPath,
+        facts: &PathFacts,
+        mut trace: Option<&mut Vec<TraceStep>>,
+    ) -> Decision<'_> {
+        if let Some(composed) = composed_if_other(path) {
+            let d = self.evaluate_spelled(op, &composed, facts, None);
+            if d.effect != Effect::Allow {
+                if let Some(t) = trace {
+                    t.push(TraceStep {
+                        rule: d.rule.into(),
+                        effect: d.effect,
+                        matched: true,
+                        note: format!(
+                            "decided on the path's composed (NFC) spelling `{}`",
+                            composed.as_str()
+                        ),
+                    });
+                }
+                return d;
+            }
+        }
+        self.evaluate_spelled(op, path, facts, trace.as_deref_mut())
+    }
+
+    /// [`evaluate`](Self::evaluate) of the path as spelled.
+    fn evaluate_spelled(
         &self,
         op: OpClass,
         path: &RelPath,
@@ -368,4 +400,14 @@ fn note(rule: &Rule, op: OpClass, facts: &PathFacts, miss: Option<Miss>) -> Stri
 /// nowhere, so an allow on `b.md/x` does not show the file `b.md`.
 fn is_ancestor_of_base(rule: &Rule, path: &RelPath) -> bool {
     rule.bases.iter().any(|base| base.starts_with(path))
+}
+
+/// `path` in its composed (NFC) spelling, if that is another spelling.
+pub(crate) fn composed_if_other(path: &RelPath) -> Option<RelPath> {
+    use unicode_normalization::{UnicodeNormalization, is_nfc};
+    if path.as_str().is_ascii() || is_nfc(path.as_str()) {
+        return None;
+    }
+    let composed: String = path.as_str().nfc().collect();
+    RelPath::parse_rooted(&composed).ok()
 }

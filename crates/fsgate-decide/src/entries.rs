@@ -103,8 +103,10 @@ impl<'p> EntryFilter<'p> {
     /// the same answer as `decide_entry(op, path, facts).allowed()`.
     pub fn allows(&self, path: &RelPath, name: &str, facts: &PathFacts) -> bool {
         debug_assert_eq!(path.file_name(), Some(name));
-        let Some(plans) = &self.plans else {
-            return self.pol.decide_entry(self.op, path, facts).allowed();
+        // A path spelled decomposed is decided in full, in both spellings (`decide`).
+        let plans = match &self.plans {
+            Some(plans) if crate::decide::composed_if_other(path).is_none() => plans,
+            _ => return self.pol.decide_entry(self.op, path, facts).allowed(),
         };
         // The directory's components were checked when the filter was made.
         if self.secret_name(name) {

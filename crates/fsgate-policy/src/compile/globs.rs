@@ -152,9 +152,12 @@ pub(crate) fn build_glob(text: &str) -> Result<globset::Glob, globset::Error> {
     build_glob_case(text, false)
 }
 
-/// [`build_glob`], matching case-insensitively when `fold`.
+/// [`build_glob`], matching case-insensitively when `fold`. A glob is matched in its
+/// composed (NFC) spelling, as the decision also looks at a path's (see fsgate-decide).
 fn build_glob_case(text: &str, fold: bool) -> Result<globset::Glob, globset::Error> {
-    GlobBuilder::new(text)
+    use unicode_normalization::UnicodeNormalization;
+    let composed: String = text.nfc().collect();
+    GlobBuilder::new(&composed)
         .literal_separator(true)
         .backslash_escape(true)
         .case_insensitive(fold)
