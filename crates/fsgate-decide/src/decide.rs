@@ -86,7 +86,7 @@ impl Engine {
         op: OpClass,
         path: &RelPath,
         facts: &PathFacts,
-        mut trace: Option<&mut Vec<TraceStep>>,
+        trace: Option<&mut Vec<TraceStep>>,
     ) -> Decision<'_> {
         if let Some(composed) = composed_if_other(path) {
             let d = self.evaluate_spelled(op, &composed, facts, None);
@@ -105,7 +105,7 @@ impl Engine {
                 return d;
             }
         }
-        self.evaluate_spelled(op, path, facts, trace.as_deref_mut())
+        self.evaluate_spelled(op, path, facts, trace)
     }
 
     /// [`evaluate`](Self::evaluate) of the path as spelled.
