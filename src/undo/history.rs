@@ -73,6 +73,8 @@ pub struct History {
     pub unsettled: Vec<(usize, u64, String)>,
     /// Changes of the selection that were made but could not be read (their seq, why).
     pub unreadable: Vec<(u64, String)>,
+    /// Changes of the selection the log may no longer hold (it was pruned): why.
+    pub lost: Vec<String>,
     /// Changes made so far, selected or not.
     made: usize,
     open: HashMap<(usize, u64), Open>,
@@ -209,6 +211,7 @@ impl History {
         self.session_seen |= other.session_seen;
         self.selected.extend(other.selected);
         self.unreadable.extend(other.unreadable);
+        self.lost.extend(other.lost);
         let unsettled = other.unsettled.into_iter();
         self.unsettled
             .extend(unsettled.map(|(c, s, p)| (c, s, shown(p))));

@@ -248,6 +248,7 @@ impl Where {
         // Chains interleave by time; each keeps its own order.
         let mut records: Vec<Vec<serde_json::Value>> = Vec::with_capacity(chains.len());
         let mut seen = false;
+        let mut cut = Vec::new();
         for s in &chains {
             let rep = verify_series(s, &VerifyOptions::default());
             if rep.verdict != Verdict::Intact {
@@ -257,7 +258,17 @@ impl Where {
                     rep.summary_line()
                 ));
             }
-            records.push(read_chain(s, sel.session.as_deref(), &mut seen)?);
+            let (chain, began_before) = read_chain(s, sel.session.as_deref(), &mut seen)?;
+            records.push(chain);
+            let pruned = rep.first_seq.filter(|&f| f > 1);
+            if let Some(first) = pruned {
+                cut.extend(pruned_away(
+                    sel,
+                    first,
+                    rep.first_ts.as_deref(),
+                    began_before,
+                ));
+            }
         }
         let mut history = History::default();
         let mut heads = vec![0usize; records.len()];
@@ -273,8 +284,37 @@ impl Where {
         }
         history.finish();
         history.session_seen |= seen;
+        history.lost.extend(cut);
         Ok(history)
     }
+}
+
+/// What a pruned log (its first record kept is seq `first`, of time `first_ts`) no
+/// longer says of the selection: a session whose first record kept comes before any
+/// gateway's `start` began before the cut (`began_before`), and a `--since` earlier
+/// than the first record kept asks for changes the log lost. Said on stderr (exit 1),
+/// never passed over in silence.
+fn pruned_away(
+    sel: &Selection,
+    first: u64,
+    first_ts: Option<&str>,
+    began_before: bool,
+) -> Option<String> {
+    let first_ts = first_ts.unwrap_or("?");
+    if sel.session.is_some() && began_before {
+        return Some(format!(
+            "the log was pruned: its first record kept is seq {first} ({first_ts}), and this session's gateway started before it; what the session changed before that is not in the log, and is not undone"
+        ));
+    }
+    let since = sel.since?;
+    let kept_from =
+        time::OffsetDateTime::parse(first_ts, &time::format_description::well_known::Rfc3339)
+            .ok()?;
+    (since < kept_from).then(|| {
+        format!(
+            "the log was pruned: its first record kept is seq {first} ({first_ts}); changes recorded before that are not in the log, and are not undone"
+        )
+    })
 }
 
 fn ts(v: &serde_json::Value) -> &str {
@@ -289,17 +329,25 @@ fn read_chain(
     s: &Series,
     session: Option<&str>,
     seen: &mut bool,
-) -> Result<Vec<serde_json::Value>, String> {
+) -> Result<(Vec<serde_json::Value>, bool), String> {
     use serde_json::Value;
     let mut out = Vec::new();
+    // Whether `session`'s first record comes before any gateway's `start`: it began
+    // before the chain's first record kept.
+    let (mut started, mut began_before, mut met) = (false, false, false);
     for file in &s.files {
         let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", EscPath(file)))?;
         for (_, line) in fsgate_audit::line::lines(&bytes) {
             let Ok(v) = serde_json::from_slice::<Value>(line) else {
                 continue;
             };
-            *seen |= session.is_some() && v.get("session").and_then(Value::as_str) == session;
             let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
+            started |= kind == "start";
+            let ours = session.is_some() && v.get("session").and_then(Value::as_str) == session;
+            if ours && !met {
+                (met, began_before) = (true, !started);
+            }
+            *seen |= ours;
             let keep = match kind {
                 record::KIND_INTENT | record::KIND_RECONCILED => true,
                 record::KIND_REQUEST => v["args"].get("intent").is_some(),
@@ -310,7 +358,7 @@ fn read_chain(
             }
         }
     }
-    Ok(out)
+    Ok((out, began_before))
 }
 
 /// Times /proc/locks is read for a lock known to be held before giving up on its pid.

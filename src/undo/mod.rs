@@ -251,6 +251,7 @@ fn finish(
     report::print(args, &all, &rows).map_err(|e| format!("cannot print the report: {e}"))?;
     // A change the log names but the undo could not read is left as it is too.
     let left = !all.unreadable.is_empty()
+        || !all.lost.is_empty()
         || rows
             .iter()
             .any(|r| matches!(r.status, Status::Skipped | Status::Failed));

@@ -19,6 +19,9 @@ pub(super) fn print(args: &UndoArgs, history: &History, rows: &[Row]) -> io::Res
             path
         ));
     }
+    for why in &history.lost {
+        eprint_line(&format!("fsgate undo: {why}"));
+    }
     for (seq, why) in &history.unreadable {
         eprint_line(&format!(
             "fsgate undo: the change of intent {seq} is left as it is: {}",
