@@ -205,38 +205,35 @@ for name in sys.argv[1:]:
         print(name, errno.errorcode[e.errno])
 "#;
 
-/// A write through the view keeps what a write in place keeps: the file's owner and
-/// mode (root appending to `nobody`'s 0600 file leaves it `nobody`'s, 0600), and its
-/// permission bits bind fsgate as they bind a process writing in place (`nobody` may
-/// not write its own 0444 file, nor root's 0644 one in its directory). Before, a write
-/// replaced the file with one of fsgate's own, whatever its bits said.
+/// A write through the view keeps the file's owner and mode, as a write in place
+/// does: root appending to `nobody`'s 0600 file leaves it `nobody`'s, 0600 (before, the
+/// file became root's). As `nobody`, a file made read-only through the descriptor that
+/// still writes it (git's objects are made so) takes what is written.
 #[test]
-fn view_a_write_keeps_the_files_owner_and_is_bound_by_its_permission_bits() {
+fn view_a_write_keeps_the_files_owner_and_mode() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let ws = Ws::new();
-    let mode = |name: &str, m: u32| {
-        std::fs::set_permissions(ws.root.join(name), std::fs::Permissions::from_mode(m))
-            .expect("chmod");
-    };
-    std::fs::write(ws.root.join("mine.txt"), "mine\n").expect("write");
-    std::fs::write(ws.root.join("roots.txt"), "root's\n").expect("write");
     ws.give();
-    mode("mine.txt", 0o444);
-    std::os::unix::fs::lchown(ws.root.join("roots.txt"), Some(0), Some(0)).expect("chown");
-    mode("b.txt", 0o600);
+    std::fs::set_permissions(
+        ws.root.join("b.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
     let _fuse = DesktopFuse::ensure();
-    let mut cmd = ws.run(None, APPEND_TO_EACH);
-    cmd.args(["a.txt", "mine.txt", "roots.txt"]);
-    let out = finished(cmd);
-    assert_eq!(
-        text(&out.stdout),
-        "a.txt ok\nmine.txt EACCES\nroots.txt EACCES\n",
-        "{}",
-        text(&out.stderr)
-    );
+    // As git writes a loose object: created 0444, written through that descriptor.
+    let script = "import os\n\
+        fd = os.open('obj', os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o444)\n\
+        os.write(fd, b'object\\n')\n\
+        os.close(fd)\n\
+        print(open('obj').read(), end='')\n";
+    let out = finished(ws.run(None, script));
+    assert_eq!(text(&out.stdout), "object\n", "{}", text(&out.stderr));
     let read = |name: &str| std::fs::read_to_string(ws.root.join(name)).expect("read");
-    assert_eq!(read("mine.txt"), "mine\n");
-    assert_eq!(read("roots.txt"), "root's\n");
+    let obj = std::fs::metadata(ws.root.join("obj")).expect("stat");
+    assert_eq!(
+        (read("obj").as_str(), obj.mode() & 0o777),
+        ("object\n", 0o444)
+    );
     // Root, through its own view, appends to nobody's 0600 file: it stays nobody's.
     let (_roots_dir, roots) = crate::common::canonical_tempdir("fsgate-root-state");
     let mut cmd = ws.command(false, bin());

@@ -303,13 +303,19 @@ impl Keep {
         owner: None,
     };
 
-    /// Gives `f` the owner, then the mode (a change of owner clears set-ID bits). An
-    /// owner fsgate may not give (not root) is left as it is.
+    /// Gives `f` the owner, then the mode (a change of owner clears set-ID bits). What
+    /// fsgate may not give is left as it is: a user (not root) may still give the group;
+    /// an owner its user namespace does not map (EINVAL) neither.
     fn set_on(self, f: &std::fs::File) -> std::io::Result<()> {
+        use rustix::io::Errno;
         if let Some((uid, gid)) = self.owner {
             let (uid, gid) = raw_ids(uid, gid);
-            if let Err(e) = rustix::fs::fchown(f, Some(uid), Some(gid))
-                && e != rustix::io::Errno::PERM
+            let given = match rustix::fs::fchown(f, Some(uid), Some(gid)) {
+                Err(Errno::PERM) => rustix::fs::fchown(f, None, Some(gid)),
+                other => other,
+            };
+            if let Err(e) = given
+                && !matches!(e, Errno::PERM | Errno::INVAL)
             {
                 return Err(e.into());
             }
@@ -328,8 +334,10 @@ fn raw_ids(uid: u32, gid: u32) -> (rustix::fs::Uid, rustix::fs::Gid) {
 
 /// What is at `name` in `parent` now: the regular file a write will replace (device,
 /// inode), if any, and what the new content keeps of it ([`Keep`]). Anything but a
-/// regular file with one link is refused, and so is a file fsgate itself may not write
-/// (its permission bits say so, as they would to a write in place).
+/// regular file with one link is refused. The file's own permission bits are not
+/// asked: a write replaces it, as a rename in its directory may (and a file a process
+/// made read-only through the descriptor it still writes, as git makes its objects,
+/// must take what it writes).
 fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, Keep), WsError> {
     let m = match parent.symlink_metadata(name) {
         Ok(m) => m,
@@ -350,12 +358,6 @@ fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, Keep), 
         return Err(WsError::HardLink(cap_std::fs::MetadataExt::nlink(&m)));
     }
     use cap_std::fs::MetadataExt;
-    let access = rustix::fs::Access::WRITE_OK;
-    if let Err(e) = rustix::fs::accessat(parent, name, access, rustix::fs::AtFlags::EACCESS)
-        && matches!(e, rustix::io::Errno::ACCESS | rustix::io::Errno::PERM)
-    {
-        return Err(WsError::OsDenied);
-    }
     let ours = (
         rustix::process::geteuid().as_raw(),
         rustix::process::getegid().as_raw(),
