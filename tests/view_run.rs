@@ -1609,6 +1609,12 @@ print('refused while checked', hits > 0)
         text(&out.stderr)
     );
     assert!(!ws.root.join("deploy2/production").exists());
+    // The refusals counted above include moves the policy refused outright (the
+    // directory moved in before the check saw it); these are the moves sent back.
+    let sent_back = (ws.records().iter())
+        .filter(|r| r["op"] == "rename" && r["rule"] == "workspace-uninspected")
+        .count();
+    assert!(sent_back > 0, "no try landed inside a check");
 }
 
 /// A write through a shared mapping that the content rules refuse at `msync` leaves

@@ -169,23 +169,29 @@ impl Cx<'_> {
         };
         let before: std::collections::HashSet<_> =
             checked.iter().map(|en| key(&e.sres.real, en)).collect();
-        let now = self.descendants(&e.dres.real, &e.dst.shown)?;
-        let Some(new) = now
-            .iter()
-            .find(|en| !before.contains(&key(&e.dres.real, en)))
-        else {
-            return Ok(());
+        // A tree that cannot be inspected again is not known to be as checked either.
+        let changed = match self.descendants(&e.dres.real, &e.dst.shown) {
+            Ok(now) => match now
+                .iter()
+                .find(|en| !before.contains(&key(&e.dres.real, en)))
+            {
+                None => return Ok(()),
+                Some(new) => format!(
+                    "`{}` appeared in the directory while it was being checked",
+                    new.path
+                ),
+            },
+            Err(err) => format!("the directory could not be inspected again once moved ({err})"),
         };
-        let back = self.workspace.rename_no_replace(&e.dres.real, &e.sres.real);
-        let reason = match back {
-            Ok(()) => format!(
-                "`{}` appeared in the directory while it was being checked; it was moved back",
-                new.path
-            ),
-            Err(err) => format!(
-                "`{}` appeared in the directory while it was being checked, and moving it back failed ({err}): it is at the new name",
-                new.path
-            ),
+        let reason = match self.workspace.rename_no_replace(&e.dres.real, &e.sres.real) {
+            Ok(()) => {
+                // The backup store follows it back too.
+                self.note_moved(&e.dres, &e.sres);
+                format!("{changed}; it was moved back")
+            }
+            Err(err) => {
+                format!("{changed}, and moving it back failed ({err}): it is at the new name")
+            }
         };
         Err(GatewayError::Refused {
             reason,
