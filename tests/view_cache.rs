@@ -386,3 +386,47 @@ fn view_cache_a_create_of_a_name_made_outside_meanwhile_keeps_its_content() {
         Some("from the host\nappended\n")
     );
 }
+
+/// The same for an `open(O_RDONLY | O_CREAT)` (as util-linux `flock` opens its lock
+/// file): the file made meanwhile is opened for reading, which a policy that allows no
+/// writes allows. Before, it was opened for writing, and refused.
+#[test]
+fn view_cache_a_read_only_create_of_a_name_made_outside_meanwhile_reads_it() {
+    use std::io::{BufRead as _, Write as _};
+    use std::process::Stdio;
+    let ws = Ws::new();
+    let readonly = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/readonly.toml");
+    let mut cmd = ws.fsgate_run();
+    cmd.arg("--policy")
+        .arg(&readonly)
+        .args(["--", "python3", "-c"]);
+    cmd.arg(
+        "import os, sys\n\
+         print('absent' if not os.path.exists('m') else 'there', flush=True)\n\
+         sys.stdin.readline()\n\
+         fd = os.open('m', os.O_RDONLY | os.O_CREAT)\n\
+         print(os.read(fd, 100).decode(), end='')\n",
+    );
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("fsgate run");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("first line");
+    assert_eq!(first, "absent\n");
+    std::fs::write(ws.root.join("m"), "made outside\n").expect("write outside the view");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"go\n").expect("go");
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("rest");
+    let out = crate::common::view::waited(child, "fsgate run", std::time::Duration::from_secs(60));
+    assert_eq!(
+        rest,
+        "made outside\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success());
+}

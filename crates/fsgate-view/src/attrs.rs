@@ -9,6 +9,7 @@ use fsgate_gateway::ops::Op;
 use fuser::{Errno, FileAttr, FileType, INodeNo, Request};
 
 use crate::fs::View;
+use crate::handles::Handle;
 
 /// The mode the gateway gives a new file.
 const NEW_FILE: u32 = 0o644;
@@ -41,23 +42,23 @@ impl View {
         }
     }
 
-    /// A `create` request: the kernel sends one when it believes `name` absent, and it
-    /// may remember that for a while, during which the file can appear (made outside
-    /// the view, or through another door). A file there now is opened as an `open`
-    /// with the same flags would open it, never emptied unless `O_TRUNC` asks (as
-    /// `open(O_CREAT)` on a disk); with `O_EXCL`, it is `EEXIST`.
-    pub(crate) fn create_or_open(
+    /// The file a `create` found already there: the kernel sends a create when it
+    /// believes `name` absent, and it may remember that for a while, during which the
+    /// file can appear (made outside the view, or through another door). It is opened
+    /// as an `open` with the same flags would open it (for reading, or for writing,
+    /// emptied only if `O_TRUNC` asks), as `open(O_CREAT)` on a disk; with `O_EXCL`,
+    /// it is `EEXIST`.
+    pub(crate) fn open_found(
         &self,
         req: &Request,
-        (parent, name): (INodeNo, &OsStr),
-        (mode, umask): (u32, u32),
+        attr: &FileAttr,
         flags: i32,
-    ) -> Result<(FileAttr, u64), Errno> {
-        let Some(attr) = self.look_up_or_absent(req, parent, name)? else {
-            return self.create_with_mode(req, (parent, name), mode, umask);
-        };
-        let opened = match attr.kind {
+    ) -> Result<Handle, Errno> {
+        match attr.kind {
             _ if flags & libc::O_EXCL != 0 => Err(Errno::EEXIST),
+            FileType::RegularFile if flags & libc::O_ACCMODE == libc::O_RDONLY => self
+                .open_read(req, attr.ino)
+                .map(|f| Handle::Read(f, attr.ino.0)),
             FileType::RegularFile => {
                 let truncate = flags & libc::O_TRUNC != 0;
                 let append = flags & libc::O_APPEND != 0;
@@ -65,16 +66,14 @@ impl View {
             }
             FileType::Directory => Err(Errno::EISDIR),
             _ => Err(Errno::EEXIST),
-        };
-        match opened {
-            Ok(handle) => Ok((attr, self.handles.add(handle))),
-            Err(e) => {
-                // No entry reaches the kernel: the lookup counted above is not held.
-                if let Ok(mut nodes) = self.nodes.lock() {
-                    nodes.forget(attr.ino.0, 1);
-                }
-                Err(e)
-            }
+        }
+    }
+
+    /// Forgets the lookup of `ino` counted for an entry that never reached the kernel
+    /// (its request failed after the lookup).
+    pub(crate) fn unlooked(&self, ino: INodeNo) {
+        if let Ok(mut nodes) = self.nodes.lock() {
+            nodes.forget(ino.0, 1);
         }
     }
 
@@ -102,6 +101,7 @@ impl View {
             )),
             Err(e) => {
                 self.handles.remove(fh);
+                self.unlooked(attr.ino);
                 Err(e)
             }
         }

@@ -467,7 +467,24 @@ impl Filesystem for View {
         if !self.handles.room() {
             return reply.error(Errno::ENFILE);
         }
-        match self.create_or_open(req, (parent, name), (mode, umask), flags) {
+        let found = match self.look_up_or_absent(req, parent, name) {
+            Ok(found) => found,
+            Err(e) => return reply.error(e),
+        };
+        if let Some(attr) = found {
+            return match self.open_found(req, &attr, flags) {
+                Ok(h) => {
+                    let fopen = self.open_flags(&h);
+                    let fh = self.handles.add(h);
+                    reply.created(&TTL, &attr, GENERATION, FileHandle(fh), fopen)
+                }
+                Err(e) => {
+                    self.unlooked(attr.ino);
+                    reply.error(e)
+                }
+            };
+        }
+        match self.create_with_mode(req, (parent, name), mode, umask) {
             Ok((attr, fh)) => {
                 if flags & libc::O_APPEND != 0 {
                     self.handles.appending(fh);

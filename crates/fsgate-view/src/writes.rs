@@ -302,19 +302,38 @@ impl View {
         let create = Op::Write(ops::Write::bytes(path, Vec::new()));
         (self.serve_standing(req, create, Some(&keep))).map_err(|e| errno(&e, Refusal::Denied))?;
         let attr = self.look_up(req, parent, name)?;
-        let shared = (self.handles.copy_on(attr.ino.0, req.pid())).map_err(Errno::from)?;
+        match self.created_copy(req, attr.ino, &allowed) {
+            Ok(shared) => {
+                let writer = Writer::new(shared, false, allowed);
+                Ok((attr, self.handles.add(Handle::Write(writer))))
+            }
+            Err(e) => {
+                // No entry reaches the kernel: the lookup counted above is not held.
+                self.unlooked(attr.ino);
+                Err(e)
+            }
+        }
+    }
+
+    /// The private copy of a file just created empty, open for writing by `req`.
+    fn created_copy(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        allowed: &Arc<Standing>,
+    ) -> Result<Arc<handles::Shared>, Errno> {
+        let shared = (self.handles.copy_on(ino.0, req.pid())).map_err(Errno::from)?;
         {
             let _turn = shared.turn().map_err(|_| Errno::EIO)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
-            p.opened_by(&allowed);
+            p.opened_by(allowed);
             if !p.dirty {
                 // The file was just made empty.
                 p.copy.set_len(0).map_err(Errno::from)?;
                 p.count(0, self.copies_total()).map_err(Errno::from)?;
             }
         }
-        let writer = Writer::new(shared, false, allowed);
-        Ok((attr, self.handles.add(Handle::Write(writer))))
+        Ok(shared)
     }
 }
