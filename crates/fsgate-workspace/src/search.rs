@@ -235,6 +235,11 @@ fn search_opened(
         });
     }
     let mut hits = Collect::new(path, opts, caps);
+    // A NUL in its first 8 KiB makes a file binary: known without reading the rest (a
+    // build's objects and images are large).
+    if starts_binary(file)? {
+        return Ok(Found::Hits(Vec::new()));
+    }
     read_whole(file, &mut sc.buf, meta.len(), limit)?;
     sc.shrink_later = sc.buf.capacity() > KEEP_BUFFER_BYTES;
     if sc.buf.len() as u64 > limit {
@@ -259,6 +264,22 @@ fn search_opened(
         return Ok(Found::Withheld);
     }
     Ok(found)
+}
+
+/// Whether the first 8 KiB of `file` hold a NUL byte (see [`is_binary`]).
+fn starts_binary(file: &File) -> Result<bool, WsError> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 8192];
+    let mut got = 0;
+    while got < head.len() {
+        match file.read_at(&mut head[got..], got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(WsError::from_io(e)),
+        }
+    }
+    Ok(head[..got].contains(&0))
 }
 
 /// Reads `file` whole into `buf`, stopping one byte past `limit` (the file may have
