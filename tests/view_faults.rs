@@ -662,3 +662,33 @@ fn view_a_change_the_filesystem_cannot_take_gets_its_own_errno() {
     assert_eq!(left, ["a.txt", "big"], "{stderr}");
     assert_eq!(std::fs::read(ws.root.join("small/big")).ok(), Some(vec![]));
 }
+
+/// Under `--no-confine` the command may kill the process that runs it (its parent, the
+/// subreaper of its tree): what it left running still ends with the run, as it came back
+/// to the gateway. Before, a `setsid` process outlived the run for good.
+#[test]
+fn view_no_process_of_the_tree_outlives_the_run_when_its_parent_is_killed() {
+    let ws = Ws::new();
+    // A duration no other process here sleeps: its process is found by it.
+    let tag = format!(
+        "{}.{}",
+        900 + std::process::id() % 97,
+        std::process::id() % 1000
+    );
+    let script = format!(
+        "setsid sh -c 'exec sleep {tag}' </dev/null >/dev/null 2>&1 & sleep 0.3; kill -9 $PPID; sleep 1"
+    );
+    let mut cmd = ws.fsgate("run");
+    cmd.args(["--no-confine", "--", "sh", "-c", &script]);
+    let out = crate::common::view::finished(cmd);
+    assert_eq!(out.status.code(), Some(137), "{}", text(&out.stderr));
+    let left = Command::new("pgrep")
+        .args(["-f", &format!("sleep {tag}")])
+        .output()
+        .expect("pgrep");
+    let pids = String::from_utf8_lossy(&left.stdout).into_owned();
+    for pid in pids.split_whitespace() {
+        let _ = Command::new("kill").args(["-9", pid]).status();
+    }
+    assert_eq!(pids, "", "processes of the tree outlived the run");
+}

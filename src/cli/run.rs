@@ -58,6 +58,11 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return own(fail_open(&e, args.common.policy.as_deref())),
     };
+    // Orphans of the command's tree come back here if the child that runs it is
+    // killed (under `--no-confine` the command may signal it): they end with the run.
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::warn!("cannot keep the command's orphans (PR_SET_CHILD_SUBREAPER): {e}");
+    }
     // From here the log is open: a failure closes it with a `stop` that says why.
     let Ready {
         mut child,
@@ -300,6 +305,9 @@ fn serve_and_wait(
         }
     };
     let code = fsgate_view::child::wait_passing_signals(run.child, None);
+    // A process of the command's tree whose own parent (the child that ran it) was
+    // killed came back to this process: it ends with the run too.
+    fsgate_view::child::end_tree();
     served.finish();
     let (reads, changes, refusals) = served.counts.totals();
     fsgate_base::text::eprint_line(&format!(

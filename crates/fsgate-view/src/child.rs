@@ -209,7 +209,7 @@ pub fn run(spec: &Spec) -> Result<i32, String> {
 
 /// Ends every process left of the command's tree: each is this process's child by now
 /// (a subreaper's), killed and reaped, and its own children come back in turn.
-fn end_tree() {
+pub fn end_tree() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     for _ in 0..1000 {
