@@ -944,14 +944,21 @@ fn view_a_clean_version_is_scanned_once() {
 }
 
 /// fsgate's own files outside the workspace are covered in the command's namespace: the
-/// audit log, the backups and the policy read as nothing there.
+/// audit log, the backups, the policy and the base it extends read as nothing there,
+/// and a write to the base reaches only its cover (a command that rewrote it would
+/// loosen the next run's policy).
 #[test]
 fn view_the_command_cannot_read_the_audit_log_backups_or_policy() {
     let ws = Ws::new();
     let (_policy_dir, elsewhere) = canonical_tempdir("fsgate-view-policy");
+    let (_base_dir, base_dir) = canonical_tempdir("fsgate-view-base");
     let policy = elsewhere.join("policy.toml");
+    let base = base_dir.join("base.toml");
     let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml");
-    std::fs::copy(default, &policy).expect("policy");
+    std::fs::copy(default, &base).expect("base");
+    let child = format!("version = 1\nextends = {:?}\n", base.display().to_string());
+    std::fs::write(&policy, child).expect("policy");
+    let base_before = std::fs::read(&base).expect("base");
     // A first run leaves a record and a backup (b.txt replaced).
     let first = ws.sh("echo new > b.txt");
     assert!(first.status.success(), "{}", text(&first.stderr));
@@ -967,16 +974,18 @@ fn view_the_command_cannot_read_the_audit_log_backups_or_policy() {
         .arg(&policy)
         .args(["--", "sh", "-c"])
         .arg(format!(
-            "cat {log}; echo log=$?; ls -A {backups} | wc -l; wc -c < {policy}",
+            "cat {log}; echo log=$?; ls -A {backups} | wc -l; wc -c < {policy}; wc -c < {base}; echo 'builtin = false' >> {base} 2>/dev/null",
             log = log.display(),
             backups = backups.display(),
-            policy = policy.display()
+            policy = policy.display(),
+            base = base.display()
         ))
         .current_dir(&ws.root);
     let out = finished(cmd);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert_eq!(stdout, "log=1\n0\n0\n", "{}", text(&out.stderr));
+    assert_eq!(stdout, "log=1\n0\n0\n0\n", "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&base).expect("base"), base_before);
 }
 
 /// A truncation is in the file when the descriptor is closed: the next reader sees it.

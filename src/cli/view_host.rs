@@ -17,7 +17,17 @@ use fsgate_gateway::agent_sessions::AgentSessions;
 pub(super) fn hidden(opened: &startup::Opened, policy: Option<&Path>) -> Vec<PathBuf> {
     let mut hide = opened.own_dirs();
     hide.push(opened.audit_log_path().to_path_buf());
-    hide.extend(policy.map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())));
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    hide.extend(policy.map(absolute));
+    // The files the policy `extends`: a command that rewrote one would loosen the next
+    // run's policy.
+    let composed = opened.gateway.policy();
+    let bases = composed
+        .bases()
+        .iter()
+        .map(Path::new)
+        .filter(|b| b.is_file());
+    hide.extend(bases.map(absolute));
     hide
 }
 
