@@ -310,10 +310,12 @@ fn serve_and_wait(
     fsgate_view::child::end_tree();
     served.finish();
     let (reads, changes, refusals) = served.counts.totals();
-    fsgate_base::text::eprint_line(&format!(
+    // Not escaped again: every word of the undo command is printable as it is (see
+    // `shell_word`), and escaping it would change what pastes.
+    eprintln!(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
         run.undo
-    ));
+    );
     view_host::say_too_large(gateway, &served.counts, refusals);
     let mut details = serde_json::Map::new();
     details.insert("reason".into(), "command ended".into());

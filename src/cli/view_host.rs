@@ -321,7 +321,31 @@ fn full_path(path: &std::path::Path) -> String {
 
 /// `text` as one shell word (quoted where it must be).
 pub(super) fn shell_word(text: &str) -> String {
+    // A character a person's terminal must not get as it is (a control, a bidi mark, a
+    // backslash): `$'...'` with its UTF-8 bytes written `\xNN`, which bash and zsh read
+    // back, so the word stays printable and pastes as it was.
+    if fsgate_base::text::escape_for_humans(text) != text {
+        return ansi_c_quoted(text);
+    }
     shlex::try_quote(text).map_or_else(|_| text.to_owned(), |q| q.into_owned())
+}
+
+/// `text` as a `$'...'` word: every character [`escape_for_humans`]
+/// (fsgate_base::text) would escape, and `'`, written with escapes of its bytes.
+fn ansi_c_quoted(text: &str) -> String {
+    let mut out = String::from("$'");
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let one = c.encode_utf8(&mut buf);
+        if c == '\'' || fsgate_base::text::escape_for_humans(one) != *one {
+            one.bytes()
+                .for_each(|b| out.push_str(&format!("\\x{b:02x}")));
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// Says how many of the `refusals` (the total already said) were past a size limit, which (each
@@ -355,4 +379,37 @@ pub(super) fn say_too_large(
         "fsgate: {n} of the {refusals} refusals were past a size limit of the policy ({}), as a build's large outputs can be; a policy of your own with larger values lets them (docs/run.md, \"Size limits\")",
         met.join(", ")
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each word holds nothing a terminal must not get but backslashes, and bash reads
+    /// it back as it was.
+    #[test]
+    fn a_shell_word_is_printable_and_reads_back_as_it_was() {
+        let words = [
+            "/tmp/plain",
+            "/tmp/with space",
+            "/tmp/it's",
+            "/tmp/w\u{1b}[1mx",
+            "/tmp/back\\slash",
+            "/tmp/bidi\u{202e}txt.exe",
+            "/tmp/new\nline'and quote",
+        ];
+        for w in words {
+            let word = shell_word(w);
+            let printable = |c: char| {
+                let one = c.to_string();
+                c == '\\' || fsgate_base::text::escape_for_humans(&one) == one
+            };
+            assert!(word.chars().all(printable), "{word}");
+            let out = std::process::Command::new("bash")
+                .args(["-c", &format!("printf %s {word}")])
+                .output()
+                .expect("bash");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), w, "{word}");
+        }
+    }
 }
