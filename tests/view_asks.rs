@@ -753,3 +753,46 @@ fn view_idle_connections_to_a_run_do_not_hold_a_persons_answer_back() {
     assert_eq!(lines, ["the answer"], "{err}");
     assert_eq!(code, Some(0));
 }
+
+/// A process killed while its question waits takes the question with it: it is no
+/// longer listed, cannot be answered, and its record says `unanswered`. Before, it
+/// stayed, and an answer given later was recorded as an open that succeeded.
+#[test]
+fn view_a_question_of_a_killed_process_goes_with_it() {
+    let ws = Ws::new(60);
+    let script = "import subprocess\n\
+        p = subprocess.Popen(['cat', 'asked.txt'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n\
+        print('cat', p.wait())\n";
+    let mut child = ws.run(script);
+    let questions = ws.waiting(&mut child);
+    let process = questions[0]["process"].as_str().expect("process");
+    let pid = process
+        .strip_prefix("pid ")
+        .and_then(|r| r.split_whitespace().next())
+        .expect("pid");
+    let id = questions[0]["id"].as_str().expect("id").to_owned();
+    let killed = Command::new("kill")
+        .args(["-9", pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (ok, out) = ws.asks(&["--json"]);
+        assert!(ok, "{out}");
+        if !out.contains(&id) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the question stayed: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (ok, _) = ws.asks(&["--allow", &id]);
+    assert!(!ok, "a question of a killed process was answered");
+    let (code, lines, err) = ended(child);
+    assert_eq!(lines, ["cat -9"], "{err}");
+    assert_eq!(code, Some(0));
+    let unanswered = (ws.records().into_iter())
+        .filter(|r| r["op"] == "open" && r["path"] == "asked.txt")
+        .any(|r| r["details"]["asked"][0]["answer"] == "unanswered");
+    assert!(unanswered, "{err}");
+}

@@ -274,7 +274,7 @@ pub(super) fn command(
 struct EditorAsks(Arc<ViewQuestions>);
 
 impl fsgate_view::asks::Askers for EditorAsks {
-    fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn fsgate_gateway::ask::Asker> {
+    fn for_peer(self: Arc<Self>, peer: String, _pid: u32) -> Arc<dyn fsgate_gateway::ask::Asker> {
         self.0.asker(peer)
     }
 }

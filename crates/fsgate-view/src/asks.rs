@@ -22,6 +22,33 @@ use serde_json::{Map, Value, json};
 pub const MAX_PENDING: usize = 64;
 /// The longest request line read from the socket.
 pub const MAX_LINE: u64 = 16 * 1024;
+/// How often a question waiting looks whether the process that asked still runs.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
+
+/// Whether process (or thread) `pid` still runs and is not being killed: a process
+/// killed while its request waits here stays until the request is answered (the kernel
+/// waits for the answer of a request the view has read), with SIGKILL pending.
+fn alive(pid: u32) -> bool {
+    if pid == 0 {
+        return true;
+    }
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    let killed = status.lines().any(|l| {
+        let mask = l
+            .strip_prefix("SigPnd:")
+            .or_else(|| l.strip_prefix("ShdPnd:"));
+        mask.and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|m| m & SIGKILL_BIT != 0)
+    });
+    let zombie = status
+        .lines()
+        .any(|l| l.starts_with("State:") && l.contains('Z'));
+    !(killed || zombie)
+}
+
 /// How long one connection may take to send its request.
 const CONN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -69,15 +96,17 @@ impl Asks {
         })
     }
 
-    /// The asker of a request from `peer` (the process that asked, for the person).
-    pub fn asker(self: &Arc<Self>, peer: String) -> Arc<dyn Asker> {
+    /// The asker of a request from `peer`, process `pid` (the process that asked, for
+    /// the person).
+    pub fn asker(self: &Arc<Self>, peer: String, pid: u32) -> Arc<dyn Asker> {
         Arc::new(RunAsker {
             asks: Arc::clone(self),
             peer,
+            pid,
         })
     }
 
-    fn put(&self, q: &Question, peer: &str, timeout: Duration) -> Answer {
+    fn put(&self, q: &Question, (peer, pid): (&str, u32), timeout: Duration) -> Answer {
         let Ok(mut waiting) = self.waiting.lock() else {
             return Answer::Unanswered("the run's questions are unavailable".into());
         };
@@ -121,6 +150,13 @@ impl Asks {
                 waiting.retain(|w| w.id != id);
                 return Answer::Timeout;
             }
+            // A process killed while it waits takes its question with it: no answer
+            // given after that is applied, or recorded as if the process got it.
+            if !alive(pid) {
+                waiting.retain(|w| w.id != id);
+                return Answer::Unanswered("the process that asked ended".into());
+            }
+            let left = left.min(LOOK_AGAIN);
             waiting = match self.answered.wait_timeout(waiting, left) {
                 Ok((w, _)) => w,
                 Err(_) => return Answer::Timeout,
@@ -190,13 +226,14 @@ fn now_secs() -> u64 {
 /// Where the view's `ask` questions go: `fsgate asks` ([`Asks`]) under `fsgate run`,
 /// the editor under `fsgate acp --confine-agent`.
 pub trait Askers: Send + Sync + std::fmt::Debug {
-    /// The asker of one request from `peer` (the process that asked, for the person).
-    fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn Asker>;
+    /// The asker of one request from `peer` (the process that asked, for the person),
+    /// process `pid`.
+    fn for_peer(self: Arc<Self>, peer: String, pid: u32) -> Arc<dyn Asker>;
 }
 
 impl Askers for Asks {
-    fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn Asker> {
-        self.asker(peer)
+    fn for_peer(self: Arc<Self>, peer: String, pid: u32) -> Arc<dyn Asker> {
+        self.asker(peer, pid)
     }
 }
 
@@ -205,11 +242,12 @@ impl Askers for Asks {
 struct RunAsker {
     asks: Arc<Asks>,
     peer: String,
+    pid: u32,
 }
 
 impl Asker for RunAsker {
     fn ask(&self, q: &Question, timeout: Duration) -> Answer {
-        self.asks.put(q, &self.peer, timeout)
+        self.asks.put(q, (&self.peer, self.pid), timeout)
     }
 }
 

@@ -204,7 +204,8 @@ impl View {
         let peer = self.peers.name(req.pid());
         let waits = &self.invalidator.waits;
         let asker = (self.asks.as_ref()).map(|a| {
-            crate::waits::bounded(Arc::clone(a).for_peer(peer.clone()), Arc::clone(waits))
+            let asker = Arc::clone(a).for_peer(peer.clone(), req.pid());
+            crate::waits::bounded(asker, Arc::clone(waits))
         });
         let policy = || -> Arc<str> { self.gw.policy().sha256().into() };
         RequestCtx {
