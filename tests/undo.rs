@@ -662,3 +662,60 @@ fn an_undo_of_a_session_the_log_was_pruned_into_says_so() {
         "{restored} restored: the test needs a partial log"
     );
 }
+
+/// A dry run says what the undo does: a file whose mode was changed and which was then
+/// rewritten (or moved) has its mode put back in the dry run as in the undo. Before,
+/// the dry run said "removed since" and exited 1, and the undo did it all.
+#[test]
+fn a_dry_run_agrees_with_the_undo_on_a_mode_changed_then_rewritten_or_moved() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_ws_dir, ws) = canonical_tempdir("fsgate-undo-dry-ws");
+    let (_st_dir, st) = canonical_tempdir("fsgate-undo-dry-state");
+    std::fs::write(ws.join("k"), "keep\n").expect("seed");
+    std::fs::write(ws.join("m"), "move me\n").expect("seed");
+    let fsgate = |args: &[&str]| {
+        let mut cmd = Command::new(crate::common::bin());
+        cmd.args(args)
+            .env("XDG_STATE_HOME", &st)
+            .current_dir(&ws)
+            .stdin(Stdio::null());
+        crate::common::view::finished(cmd)
+    };
+    let ws_arg = ws.to_string_lossy().into_owned();
+    let script = "chmod 600 k; echo more >> k; chmod 600 m; mv m m2";
+    let run = fsgate(&["run", "--workspace", &ws_arg, "--", "sh", "-c", script]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let session = crate::common::view::session_of(&run);
+    let undo = ["undo", "--workspace", &ws_arg, "--session", &session];
+    let dry = fsgate(&[&undo[..], &["--dry-run"]].concat());
+    let (dry_out, dry_err) = (
+        String::from_utf8_lossy(&dry.stdout),
+        String::from_utf8_lossy(&dry.stderr),
+    );
+    assert_eq!(dry.status.code(), Some(0), "{dry_out}\n{dry_err}");
+    assert!(dry_out.contains("4 would be undone, 0 already"), "{dry_out}");
+    let real = fsgate(&undo);
+    assert_eq!(
+        real.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&real.stdout)
+    );
+    let mode = |n: &str| {
+        std::fs::metadata(ws.join(n))
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(std::fs::read_to_string(ws.join("k")).expect("k"), "keep\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("m")).expect("m"),
+        "move me\n"
+    );
+    assert_eq!((mode("k"), mode("m")), (0o644, 0o644));
+}

@@ -95,6 +95,8 @@ impl<'a> Model<'a> {
     }
 
     fn move_node(&mut self, from: &str, to: &str) -> Result<(), String> {
+        // A file's mode moves with it (its content may no longer name a file on disk).
+        let mode = self.mode(from)?;
         let over = match self.node(from)? {
             Node::Absent => return Err(format!("{from}: nothing to move")),
             Node::File(c) => Over::File(c),
@@ -109,6 +111,17 @@ impl<'a> Model<'a> {
         self.put(to, over)?;
         self.over.extend(laid);
         self.over.insert(from.to_owned(), Over::Absent);
+        let beneath = format!("{from}/");
+        let moved_modes: Vec<(String, u32)> = (self.modes.iter())
+            .filter(|(k, _)| k.starts_with(&beneath))
+            .map(|(k, m)| (moved(k, from, to), *m))
+            .collect();
+        self.modes
+            .retain(|k, _| k != from && !k.starts_with(&beneath));
+        self.modes.extend(moved_modes);
+        if let Some(m) = mode {
+            self.modes.insert(to.to_owned(), m);
+        }
         Ok(())
     }
 }
@@ -162,7 +175,14 @@ impl World for Model<'_> {
 
     fn act(&mut self, action: &Action) -> Result<(), String> {
         match action {
-            Action::Put { path, id } => self.put(path, Over::File(Content::Saved(id.clone()))),
+            Action::Put { path, id } => {
+                // A write keeps the mode of the file it replaces (a new file gets
+                // 0644), as the gateway's does.
+                let kept = self.mode(path)?.map_or(0o644, |m| m & 0o1777);
+                self.put(path, Over::File(Content::Saved(id.clone())))?;
+                self.modes.insert(path.clone(), kept);
+                Ok(())
+            }
             Action::Remove { path, .. } => {
                 self.drop_beneath(path);
                 self.over.insert(path.clone(), Over::Absent);
