@@ -94,9 +94,17 @@ impl<'a> Model<'a> {
         Ok(())
     }
 
+    /// The mode of `path` if it is a file (a link's, or a directory's, is not asked).
+    fn file_mode(&mut self, path: &str) -> Result<Option<u32>, String> {
+        match self.node(path)? {
+            Node::File(_) => self.mode(path),
+            _ => Ok(None),
+        }
+    }
+
     fn move_node(&mut self, from: &str, to: &str) -> Result<(), String> {
         // A file's mode moves with it (its content may no longer name a file on disk).
-        let mode = self.mode(from)?;
+        let mode = self.file_mode(from)?;
         let over = match self.node(from)? {
             Node::Absent => return Err(format!("{from}: nothing to move")),
             Node::File(c) => Over::File(c),
@@ -178,7 +186,7 @@ impl World for Model<'_> {
             Action::Put { path, id } => {
                 // A write keeps the mode of the file it replaces (a new file gets
                 // 0644), as the gateway's does.
-                let kept = self.mode(path)?.map_or(0o644, |m| m & 0o1777);
+                let kept = self.file_mode(path)?.map_or(0o644, |m| m & 0o1777);
                 self.put(path, Over::File(Content::Saved(id.clone())))?;
                 self.modes.insert(path.clone(), kept);
                 Ok(())
