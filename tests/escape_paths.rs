@@ -324,4 +324,55 @@ fn a_deny_rule_refuses_a_name_in_either_unicode_spelling() {
     let _ = std::fs::remove_file(&dir);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("DENY by payroll"), "{text}");
+    // A deny folds case beyond ASCII too: accented capitals are the same name.
+    for variant in ["DONN\u{c9}ES", "donn\u{c9}es", "DONNE\u{301}ES"] {
+        g.put(&format!("{variant}/paie.txt"), "SALAIRES\n");
+        let read = g.call(
+            "fs/read_text_file",
+            json!({"path": g.abs(&format!("{variant}/paie.txt"))}),
+        );
+        let e = assert_refused_any(read);
+        assert_eq!(
+            e.data.as_ref().map(|d| d["rule"].clone()),
+            Some(json!("payroll")),
+            "{variant}"
+        );
+    }
+}
+
+/// An allow or a secret-name pattern typed decomposed (NFD, pasted from macOS) means
+/// the name the author typed, in either spelling: the allow lets both be read, and the
+/// secret pattern hides both; an allow never reaches another name by folding case.
+#[test]
+fn a_pattern_typed_decomposed_means_its_name_in_either_spelling() {
+    let policy = "version = 1\n\
+        [secrets]\nbuiltin = true\n\
+        [[secrets.patterns]]\nid = \"key-file\"\nregex = \"^cle\u{301}\\\\.txt$\"\n\
+        [[rule]]\nid = \"cafe\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"cafe\u{301}/**\"]\n";
+    let g = Gate::with_policy(policy);
+    for dir in ["caf\u{e9}", "cafe\u{301}"] {
+        g.put(&format!("{dir}/x.txt"), "menu\n");
+        let text = g.ok(
+            "fs/read_text_file",
+            json!({"path": g.abs(&format!("{dir}/x.txt"))}),
+        );
+        assert!(text.to_string().contains("menu"), "{dir}: {text}");
+    }
+    g.put("CAF\u{c9}/x.txt", "menu\n");
+    assert_refused_any(g.call(
+        "fs/read_text_file",
+        json!({"path": g.abs("CAF\u{c9}/x.txt")}),
+    ));
+    for name in ["cl\u{e9}.txt", "cle\u{301}.txt"] {
+        g.put(&format!("caf\u{e9}/{name}"), "secret\n");
+        let e = assert_refused_any(g.call(
+            "fs/read_text_file",
+            json!({"path": g.abs(&format!("caf\u{e9}/{name}"))}),
+        ));
+        assert_eq!(
+            e.data.as_ref().map(|d| d["rule"].clone()),
+            Some(json!("secrets:key-file")),
+            "{name}"
+        );
+    }
 }

@@ -420,3 +420,28 @@ fn grep_shows_no_line_of_a_file_a_text_read_refuses_as_binary() {
     let paths: Vec<&str> = hits.iter().map(|h| h.0.as_str()).collect();
     assert_eq!(paths, vec![g.abs("plain.txt")], "{hits:?}");
 }
+
+/// A secret kept as UTF-16 or UTF-32 anywhere in a file (after 8 KiB of ASCII, which no
+/// read calls binary) is found with the file's zero bytes left out: the read is refused.
+/// Before, the read gave the key with a NUL between its characters.
+#[test]
+fn a_secret_in_utf16_or_utf32_late_in_a_file_is_found() {
+    let g = Gate::start();
+    let key = ["AKIA", "UJZDEGXDNCF32EPF"].concat();
+    let line = format!(" key = {key}\n");
+    let mut late16 = b"x".repeat(9000);
+    late16.extend(line.encode_utf16().flat_map(u16::to_le_bytes));
+    let mut late32 = b"x".repeat(9000);
+    late32.extend(line.chars().flat_map(|c| u32::from(c).to_le_bytes()));
+    g.put("late16.txt", late16);
+    g.put("late32.txt", late32);
+    for name in ["late16.txt", "late32.txt"] {
+        let e = g.err("fs/read_text_file", json!({"path": g.abs(name)}));
+        let rule = e.data.as_ref().map(|d| d["rule"].clone());
+        assert_eq!(
+            rule,
+            Some(json!("content:aws-access-key-id")),
+            "{name}: {e:?}"
+        );
+    }
+}

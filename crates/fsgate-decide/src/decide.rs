@@ -77,35 +77,47 @@ impl Engine {
         (d, trace)
     }
 
-    /// A name spelled decomposed (NFD: macOS writes accents so) is, to a person, the
-    /// name composed (NFC), which is how a policy is typed and its globs matched: the
-    /// path is decided in both spellings, and a refusal (or a question) of either is
-    /// the decision.
+    /// A name is, to a person, the same in its composed (NFC) and decomposed (NFD, as
+    /// macOS writes accents) spellings, and, to a deny, in any case (globset folds
+    /// ASCII only): a non-ASCII path is decided as spelled, composed and composed
+    /// lowercase. A refusal or a question a rule makes in any spelling is the decision;
+    /// else an allow as spelled or composed (never lowercase: an allow does not grow by
+    /// folding case); else the decision as spelled.
     pub(super) fn evaluate(
         &self,
         op: OpClass,
         path: &RelPath,
         facts: &PathFacts,
-        trace: Option<&mut Vec<TraceStep>>,
+        mut trace: Option<&mut Vec<TraceStep>>,
     ) -> Decision<'_> {
-        if let Some(composed) = composed_if_other(path) {
-            let d = self.evaluate_spelled(op, &composed, facts, None);
-            if d.effect != Effect::Allow {
-                if let Some(t) = trace {
+        let others = other_spellings(path);
+        let given = self.evaluate_spelled(op, path, facts, trace.as_deref_mut());
+        if others.is_empty() {
+            return given;
+        }
+        let by_rule = |d: &Decision<'_>| d.effect != Effect::Allow && d.rule != DEFAULT_DENY;
+        if by_rule(&given) {
+            return given;
+        }
+        let mut allowed = (given.effect == Effect::Allow).then_some(given);
+        for (spelled, may_allow) in others {
+            let d = self.evaluate_spelled(op, &spelled, facts, None);
+            if by_rule(&d) {
+                if let Some(t) = trace.as_deref_mut() {
                     t.push(TraceStep {
                         rule: d.rule.into(),
                         effect: d.effect,
                         matched: true,
-                        note: format!(
-                            "decided on the path's composed (NFC) spelling `{}`",
-                            composed.as_str()
-                        ),
+                        note: format!("decided on the path spelled `{}`", spelled.as_str()),
                     });
                 }
                 return d;
             }
+            if allowed.is_none() && may_allow && d.effect == Effect::Allow {
+                allowed = Some(d);
+            }
         }
-        self.evaluate_spelled(op, path, facts, trace)
+        allowed.unwrap_or_else(|| self.evaluate_spelled(op, path, facts, None))
     }
 
     /// [`evaluate`](Self::evaluate) of the path as spelled.
@@ -402,12 +414,25 @@ fn is_ancestor_of_base(rule: &Rule, path: &RelPath) -> bool {
     rule.bases.iter().any(|base| base.starts_with(path))
 }
 
-/// `path` in its composed (NFC) spelling, if that is another spelling.
-pub(crate) fn composed_if_other(path: &RelPath) -> Option<RelPath> {
-    use unicode_normalization::{UnicodeNormalization, is_nfc};
-    if path.as_str().is_ascii() || is_nfc(path.as_str()) {
-        return None;
+/// The other spellings of a non-ASCII `path` a decision looks at, each with whether an
+/// allow in it counts: composed (NFC; it does), composed lowercase (it does not).
+pub(crate) fn other_spellings(path: &RelPath) -> Vec<(RelPath, bool)> {
+    use unicode_normalization::UnicodeNormalization;
+    let given = path.as_str();
+    if given.is_ascii() {
+        return Vec::new();
     }
-    let composed: String = path.as_str().nfc().collect();
-    RelPath::parse_rooted(&composed).ok()
+    let composed: String = given.nfc().collect();
+    let folded = composed.to_lowercase();
+    let mut out = Vec::new();
+    for (text, may_allow) in [(composed, true), (folded, false)] {
+        if text != given
+            && out
+                .iter()
+                .all(|(p, _): &(RelPath, bool)| p.as_str() != text)
+        {
+            out.extend(RelPath::parse_rooted(&text).ok().map(|p| (p, may_allow)));
+        }
+    }
+    out
 }

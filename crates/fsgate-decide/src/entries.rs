@@ -103,9 +103,9 @@ impl<'p> EntryFilter<'p> {
     /// the same answer as `decide_entry(op, path, facts).allowed()`.
     pub fn allows(&self, path: &RelPath, name: &str, facts: &PathFacts) -> bool {
         debug_assert_eq!(path.file_name(), Some(name));
-        // A path spelled decomposed is decided in full, in both spellings (`decide`).
+        // A non-ASCII path is decided in full, in each of its spellings (`decide`).
         let plans = match &self.plans {
-            Some(plans) if crate::decide::composed_if_other(path).is_none() => plans,
+            Some(plans) if path.as_str().is_ascii() => plans,
             _ => return self.pol.decide_entry(self.op, path, facts).allowed(),
         };
         // The directory's components were checked when the filter was made.

@@ -153,10 +153,16 @@ pub(crate) fn build_glob(text: &str) -> Result<globset::Glob, globset::Error> {
 }
 
 /// [`build_glob`], matching case-insensitively when `fold`. A glob is matched in its
-/// composed (NFC) spelling, as the decision also looks at a path's (see fsgate-decide).
+/// composed (NFC) spelling, as the decision also looks at a path's (see fsgate-decide);
+/// folded, also lowercase (globset folds ASCII only; the decision also looks at a
+/// non-ASCII path lowercase, for deny and ask rules).
 fn build_glob_case(text: &str, fold: bool) -> Result<globset::Glob, globset::Error> {
     use unicode_normalization::UnicodeNormalization;
     let composed: String = text.nfc().collect();
+    let composed = match fold && !composed.is_ascii() {
+        true => composed.to_lowercase(),
+        false => composed,
+    };
     GlobBuilder::new(&composed)
         .literal_separator(true)
         .backslash_escape(true)

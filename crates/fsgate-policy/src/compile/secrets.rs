@@ -55,9 +55,14 @@ pub(super) fn compile_secrets(
             line: at(src, &p.regex),
             message: format!("invalid regex: {}", first_line(&e.to_string())),
         })?;
+        // Matched composed (NFC), as every path is also decided (fsgate-decide).
+        let composed = {
+            use unicode_normalization::UnicodeNormalization;
+            p.regex.get_ref().nfc().collect::<String>()
+        };
         patterns.push(SecretPattern {
             id: format!("secrets:{}", p.id),
-            source: p.regex.get_ref().clone(),
+            source: composed,
             builtin: false,
         });
     }

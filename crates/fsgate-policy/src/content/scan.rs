@@ -5,7 +5,7 @@
 use regex::bytes::Regex as BytesRegex;
 
 use super::rule::builtin_regex;
-use super::utf16::utf16_decoded;
+use super::utf16::{utf16_decoded, without_zeros};
 use super::{
     CRule, ContentHit, ContentScanner, ContentTraceStep, Finding, Keywords, PACKED_WINDOW, Pattern,
     occurring_overlapping, shannon_entropy,
@@ -20,7 +20,9 @@ impl ContentScanner {
                 .into_iter()
                 .next()
         };
-        first(text).or_else(|| utf16_decoded(text).and_then(|t| first(&t)))
+        first(text)
+            .or_else(|| utf16_decoded(text).and_then(|t| first(&t)))
+            .or_else(|| without_zeros(text).and_then(|t| first(&t)))
     }
 
     /// [`scan`](Self::scan) of a text whose SHA-256 is `digest`: a text found clean at
@@ -41,27 +43,36 @@ impl ContentScanner {
         hit
     }
 
-    /// Every finding in `text`.
-    /// Text kept as UTF-16 is scanned decoded too (its findings' lines and columns are
-    /// the decoded text's).
+    /// Every finding in `text`. Text kept as UTF-16 is scanned decoded too, and text
+    /// holding zero bytes without them (a finding's line and column are then those of
+    /// the text scanned).
     pub fn scan_all(&self, path: &RelPath, text: &[u8]) -> Vec<ContentHit> {
         let mut hits = self.run(Some(path.as_str()), text, false, None);
-        if let Some(decoded) = utf16_decoded(text) {
-            hits.extend(self.run(Some(path.as_str()), &decoded, false, None));
+        for other in [utf16_decoded(text), without_zeros(text)]
+            .into_iter()
+            .flatten()
+        {
+            hits.extend(self.run(Some(path.as_str()), &other, false, None));
         }
         hits
     }
 
     /// Every reportable rule with what happened to it on `text`, for `policy explain`;
-    /// for text kept as UTF-16, then on the text decoded (notes marked so).
+    /// then on the text decoded from UTF-16, and without its zero bytes, where those
+    /// differ (notes marked so).
     pub fn explain(&self, path: &RelPath, text: &[u8]) -> Vec<ContentTraceStep> {
         let mut trace = Vec::new();
         self.run(Some(path.as_str()), text, false, Some(&mut trace));
-        if let Some(decoded) = utf16_decoded(text) {
+        let others = [
+            ("decoded from UTF-16", utf16_decoded(text)),
+            ("its zero bytes left out", without_zeros(text)),
+        ];
+        for (how, other) in others {
+            let Some(other) = other else { continue };
             let mut more = Vec::new();
-            self.run(Some(path.as_str()), &decoded, false, Some(&mut more));
+            self.run(Some(path.as_str()), &other, false, Some(&mut more));
             trace.extend(more.into_iter().map(|mut step| {
-                step.note = format!("decoded from UTF-16: {}", step.note);
+                step.note = format!("{how}: {}", step.note);
                 step
             }));
         }

@@ -23,6 +23,15 @@ pub(super) fn utf16_decoded(text: &[u8]) -> Option<Vec<u8>> {
     Some(decoded.into_bytes())
 }
 
+/// `text` without its zero bytes, if it has any: a secret kept as UTF-16 or UTF-32
+/// anywhere in a file (after 8 KiB of ASCII, behind an image's header, beside CJK text
+/// whose bytes hold no zeros) reads there as the ASCII the rules know, its characters'
+/// zero bytes left out.
+pub(super) fn without_zeros(text: &[u8]) -> Option<Vec<u8>> {
+    memchr::memchr(0, text)?;
+    Some(text.iter().copied().filter(|&b| b != 0).collect())
+}
+
 /// Whether the sample's zero bytes sit at odd positions (little-endian UTF-16 of mostly
 /// ASCII), at even ones (big-endian), or neither (`None`): at least a third of one
 /// parity's bytes are zero and almost none of the other's.
@@ -73,6 +82,16 @@ mod tests {
         ] {
             assert_eq!(utf16_decoded(&bytes), Some(text.as_bytes().to_vec()));
         }
+    }
+
+    #[test]
+    fn zero_bytes_are_left_out_only_where_there_are_some() {
+        assert_eq!(without_zeros(b"plain"), None);
+        let mut mixed = b"x".repeat(9000);
+        mixed.extend("KEY".encode_utf16().flat_map(u16::to_le_bytes));
+        mixed.extend("KEY".chars().flat_map(|c| (c as u32).to_le_bytes()));
+        let stripped = without_zeros(&mixed).expect("zeros");
+        assert!(stripped.ends_with(b"KEYKEY"));
     }
 
     #[test]
