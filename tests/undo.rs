@@ -697,7 +697,10 @@ fn a_dry_run_agrees_with_the_undo_on_a_mode_changed_then_rewritten_or_moved() {
         String::from_utf8_lossy(&dry.stderr),
     );
     assert_eq!(dry.status.code(), Some(0), "{dry_out}\n{dry_err}");
-    assert!(dry_out.contains("4 would be undone, 0 already"), "{dry_out}");
+    assert!(
+        dry_out.contains("4 would be undone, 0 already"),
+        "{dry_out}"
+    );
     let real = fsgate(&undo);
     assert_eq!(
         real.status.code(),
@@ -718,4 +721,103 @@ fn a_dry_run_agrees_with_the_undo_on_a_mode_changed_then_rewritten_or_moved() {
         "move me\n"
     );
     assert_eq!((mode("k"), mode("m")), (0o644, 0o644));
+}
+
+/// An ACP client names its sessions and may carry one on across gateways: when the
+/// log was pruned between them, an undo of that session says its earlier changes are
+/// not in the log (exit 1). Before, it said "1 undone", exit 0.
+#[test]
+fn an_undo_of_an_acp_session_carried_across_a_pruned_log_says_so() {
+    let (_dir, base) = canonical_tempdir("fsgate-undo-acp-pruned");
+    let (ws, log, bk) = (
+        base.join("ws"),
+        base.join("log/audit.jsonl"),
+        base.join("bk"),
+    );
+    std::fs::create_dir_all(&ws).expect("ws");
+    let policy = base.join("policy.toml");
+    std::fs::write(
+        base.join("default.toml"),
+        include_str!("../policies/default.toml"),
+    )
+    .expect("base");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default.toml\"\n[audit]\nmax_file_bytes = 4096\n",
+    )
+    .expect("policy");
+    for i in 0..3 {
+        std::fs::write(ws.join(format!("f{i}.txt")), format!("orig {i}\n")).expect("seed");
+    }
+    let args = |sub: &str| -> Vec<String> {
+        [
+            sub,
+            "--workspace",
+            &ws.to_string_lossy(),
+            "--audit-log",
+            &log.to_string_lossy(),
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(["--backup-dir".into(), bk.to_string_lossy().into_owned()])
+        .chain(["--policy".into(), policy.to_string_lossy().into_owned()])
+        .collect()
+    };
+    let serve = |file: &str, reads: usize| {
+        let write = json!({"jsonrpc": "2.0", "id": 1, "method": "fs/write_text_file",
+            "params": {"sessionId": "S", "path": ws.join(file), "content": "agent\n"}});
+        let read = json!({"jsonrpc": "2.0", "id": 2, "method": "fs/read_text_file",
+            "params": {"sessionId": "noise", "path": ws.join("f2.txt")}});
+        let mut input = format!("{write}\n");
+        (0..reads).for_each(|_| input.push_str(&format!("{read}\n")));
+        let mut child = Command::new(crate::common::bin())
+            .args(args("serve"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("requests");
+        assert!(child.wait().expect("wait").success());
+    };
+    serve("f0.txt", 40);
+    std::thread::sleep(Duration::from_millis(1100));
+    let cut = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("now");
+    std::thread::sleep(Duration::from_millis(1100));
+    serve("f1.txt", 5);
+    let prune = Command::new(crate::common::bin())
+        .args(["audit", "prune", "--before", &cut])
+        .arg(&log)
+        .output()
+        .expect("prune");
+    assert!(
+        prune.status.success(),
+        "{}",
+        String::from_utf8_lossy(&prune.stderr)
+    );
+    let mut undo = args("undo");
+    undo.extend(["--session".into(), "S".into()]);
+    let out = Command::new(crate::common::bin())
+        .args(&undo)
+        .output()
+        .expect("undo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the log was pruned"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("f1.txt")).expect("f1"),
+        "orig 1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("f0.txt")).expect("f0"),
+        "agent\n"
+    );
 }

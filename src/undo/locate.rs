@@ -303,7 +303,7 @@ fn pruned_away(
     let first_ts = first_ts.unwrap_or("?");
     if sel.session.is_some() && began_before {
         return Some(format!(
-            "the log was pruned: its first record kept is seq {first} ({first_ts}), and this session's gateway started before it; what the session changed before that is not in the log, and is not undone"
+            "the log was pruned: its first record kept is seq {first} ({first_ts}), and this session may have begun before it (its gateway started before, or its ACP client carried it on); what it changed before that is not in the log, and is not undone"
         ));
     }
     let since = sel.since?;
@@ -332,8 +332,8 @@ fn read_chain(
 ) -> Result<(Vec<serde_json::Value>, bool), String> {
     use serde_json::Value;
     let mut out = Vec::new();
-    // Whether `session`'s first record comes before any gateway's `start`: it began
-    // before the chain's first record kept.
+    // Whether `session` may have begun before the chain's first record kept: its first
+    // record comes before any gateway's `start`, or it is an ACP session.
     let (mut started, mut began_before, mut met) = (false, false, false);
     for file in &s.files {
         let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", EscPath(file)))?;
@@ -347,6 +347,8 @@ fn read_chain(
             if ours && !met {
                 (met, began_before) = (true, !started);
             }
+            // An ACP client names its sessions, and may carry one on across gateways.
+            began_before |= ours && v.get("transport").and_then(Value::as_str) == Some("acp");
             *seen |= ours;
             let keep = match kind {
                 record::KIND_INTENT | record::KIND_RECONCILED => true,
