@@ -796,3 +796,48 @@ fn view_a_question_of_a_killed_process_goes_with_it() {
         .any(|r| r["details"]["asked"][0]["answer"] == "unanswered");
     assert!(unanswered, "{err}");
 }
+
+/// Peers that send their request a byte at a time hold their places at most 5 s: a
+/// person's `fsgate asks` gets through once they are closed, however many there are.
+/// Before, a peer dripping a byte every second kept its place for good, and 32 of them
+/// shut every person out.
+#[test]
+fn view_peers_dripping_bytes_do_not_hold_the_run_for_good() {
+    let ws = Ws::new(60);
+    let mut child = ws.run(OPEN);
+    let questions = ws.waiting(&mut child);
+    let id = questions[0]["id"].as_str().expect("id").to_owned();
+    let socket = sockets_under(&ws.xdg).pop().expect("the run's socket");
+    let dir = std::fs::File::open(socket.parent().expect("dir")).expect("dir");
+    let at = Path::new("/proc/self/fd")
+        .join(std::os::fd::AsRawFd::as_raw_fd(&dir).to_string())
+        .join(socket.file_name().expect("name"));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let drips: Vec<_> = (0..40)
+        .filter_map(|_| std::os::unix::net::UnixStream::connect(&at).ok())
+        .map(|mut conn| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if std::io::Write::write_all(&mut conn, b" ").is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(7));
+    let (ok, out) = ws.asks(&["--json"]);
+    let listed = ok && out.contains(&id);
+    let (answered, _) = ws.asks(&["--allow", &id]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    drips.into_iter().for_each(|t| {
+        let _ = t.join();
+    });
+    assert!(listed, "{out}");
+    assert!(answered);
+    let (code, lines, err) = ended(child);
+    assert_eq!(lines, ["the answer"], "{err}");
+    assert_eq!(code, Some(0));
+}

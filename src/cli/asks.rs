@@ -159,7 +159,7 @@ fn answer_one(dir: &Path, id: &str, kind: &str) -> ExitCode {
         Reached::Answered(r) => fail(&escape_for_humans(r["error"].as_str().unwrap_or("refused"))),
         Reached::NotRunning => fail(&format!("no run {} is running", escape_for_humans(session))),
         Reached::Silent(why) => fail(&format!(
-            "run {} did not answer ({why}); the answer was sent and may still be taken: list the questions again to see",
+            "run {} did not answer ({why}); the answer may or may not have reached it: list the questions again to see",
             escape_for_humans(session)
         )),
     }

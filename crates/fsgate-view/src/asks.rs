@@ -7,7 +7,7 @@
 //! recorded naming who gave it.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -349,8 +349,7 @@ fn one(asks: &Asks, mut conn: UnixStream) -> std::io::Result<()> {
     if cred.uid != rustix::process::geteuid() {
         return Err(std::io::Error::other("a peer of another user"));
     }
-    let mut line = String::new();
-    BufReader::new((&conn).take(MAX_LINE)).read_line(&mut line)?;
+    let line = request_line(&conn)?;
     let pid = cred.pid.as_raw_nonzero().get().unsigned_abs();
     let by = format!("uid {} {}", cred.uid.as_raw(), crate::peer::describe(pid));
     let reply = match serde_json::from_str::<Request>(&line) {
@@ -367,6 +366,30 @@ fn one(asks: &Asks, mut conn: UnixStream) -> std::io::Result<()> {
     let mut text = reply.to_string();
     text.push('\n');
     conn.write_all(text.as_bytes())
+}
+
+/// The first line a peer sends, read within [`CONN_TIMEOUT`] in all (a peer dripping a
+/// byte at a time does not hold its place longer), at most [`MAX_LINE`] bytes.
+fn request_line(mut conn: &UnixStream) -> std::io::Result<String> {
+    let deadline = Instant::now() + CONN_TIMEOUT;
+    let (mut line, mut buf) = (Vec::new(), [0u8; 1024]);
+    while !line.contains(&b'\n') && (line.len() as u64) < MAX_LINE {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no whole request in time",
+            ));
+        }
+        conn.set_read_timeout(Some(left))?;
+        match conn.read(&mut buf)? {
+            0 => break,
+            n => line.extend_from_slice(&buf[..n]),
+        }
+    }
+    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
+    line.truncate(end.min(usize::try_from(MAX_LINE).unwrap_or(usize::MAX)));
+    Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
 /// The most of a path the waiting line shows (its end: the file's name stays in view).
