@@ -155,49 +155,113 @@ impl Cx<'_> {
     }
 
     /// A moved directory holds, where it went, only what was checked before it moved:
-    /// another process could put an entry in it while its entries were being checked
-    /// (a directory moved in, refused nowhere, would land under a path the policy
-    /// refuses). If it holds anything else, it is moved back, and the move refused.
+    /// another process could put an entry in it while its entries were being checked,
+    /// judged where the directory was (or where it went) at that moment. An entry that
+    /// was not checked is decided again: if the policy lets it be written where it is
+    /// now, the move stands; else, if where the directory came from, it is moved back
+    /// (and the move refused); else it is left where it is, the move refused. A tree
+    /// that cannot be inspected again is moved back.
     fn moved_as_checked(&self, e: &Ends, checked: &[Entry]) -> Result<(), GatewayError> {
-        let key = |base: &RelPath, en: &Entry| {
-            let rel = en
-                .path
+        let suffix = |base: &RelPath, en: &Entry| {
+            en.path
                 .as_str()
                 .get(base.as_str().len()..)
-                .map(str::to_owned);
-            (rel, en.id, en.kind)
+                .map(str::to_owned)
         };
+        let key = |base: &RelPath, en: &Entry| (suffix(base, en), en.id, en.kind);
         let before: std::collections::HashSet<_> =
             checked.iter().map(|en| key(&e.sres.real, en)).collect();
-        // A tree that cannot be inspected again is not known to be as checked either.
-        let changed = match self.descendants(&e.dres.real, &e.dst.shown) {
-            Ok(now) => match now
-                .iter()
-                .find(|en| !before.contains(&key(&e.dres.real, en)))
-            {
-                None => return Ok(()),
-                Some(new) => format!(
-                    "`{}` appeared in the directory while it was being checked",
-                    new.path
-                ),
-            },
-            Err(err) => format!("the directory could not be inspected again once moved ({err})"),
-        };
-        let reason = match self.workspace.rename_no_replace(&e.dres.real, &e.sres.real) {
-            Ok(()) => {
-                // The backup store follows it back too.
-                self.note_moved(&e.dres, &e.sres);
-                format!("{changed}; it was moved back")
-            }
+        let now = match self.descendants(&e.dres.real, &e.dst.shown) {
+            Ok(now) => now,
             Err(err) => {
-                format!("{changed}, and moving it back failed ({err}): it is at the new name")
+                let why = format!("the directory could not be inspected again once moved ({err})");
+                return Err(self.move_back(e, why));
             }
         };
+        let new: Vec<&Entry> = (now.iter())
+            .filter(|en| !before.contains(&key(&e.dres.real, en)))
+            .collect();
+        let writable_at = |base: &RelPath| {
+            new.iter().all(|en| {
+                let kind = match en.kind {
+                    FileKind::Directory => EntryKind::Dir,
+                    FileKind::File => EntryKind::File,
+                    _ => EntryKind::Unknown,
+                };
+                let rel = suffix(&e.dres.real, en).unwrap_or_default();
+                RelPath::parse_rooted(&format!("{}{rel}", base.as_str()))
+                    .is_ok_and(|p| self.pol.engine().decide(OpClass::Write, &p, kind).allowed())
+            })
+        };
+        let Some(first) = new.first().filter(|_| !writable_at(&e.dres.real)) else {
+            return Ok(());
+        };
+        let why = format!(
+            "`{}` appeared in the directory while it was being checked",
+            first.path
+        );
+        if writable_at(&e.sres.real) {
+            return Err(self.move_back(e, why));
+        }
         Err(GatewayError::Refused {
-            reason,
+            reason: format!(
+                "{why}, and the policy lets it be written at neither end: it is at the new name"
+            ),
             rule: crate::rules::RULE_UNINSPECTED.into(),
             path: e.dst.shown.clone(),
         })
+    }
+
+    /// Moves a moved directory back where it was (the backup store follows it), and
+    /// the refusal saying `why`.
+    fn move_back(&self, e: &Ends, why: String) -> GatewayError {
+        let reason = match self.workspace.rename_no_replace(&e.dres.real, &e.sres.real) {
+            Ok(()) => {
+                self.note_moved(&e.dres, &e.sres);
+                format!("{why}; it was moved back")
+            }
+            // Its old name was taken meanwhile (perhaps on purpose, to keep the tree
+            // where it went): it goes beside it, under a name of its own.
+            Err(WsError::DestinationExists) => match self.move_beside(e) {
+                Ok(beside) => {
+                    format!("{why}; its old name was taken, so it was moved to `{beside}`")
+                }
+                Err(err) => {
+                    format!("{why}, and moving it back failed ({err}): it is at the new name")
+                }
+            },
+            Err(err) => format!("{why}, and moving it back failed ({err}): it is at the new name"),
+        };
+        GatewayError::Refused {
+            reason,
+            rule: crate::rules::RULE_UNINSPECTED.into(),
+            path: e.dst.shown.clone(),
+        }
+    }
+
+    /// Moves a moved directory beside its old name, taken meanwhile: `NAME.moved-back`,
+    /// then `NAME.moved-back-2`..; the name it got.
+    fn move_beside(&self, e: &Ends) -> Result<String, WsError> {
+        let mut last = WsError::DestinationExists;
+        for n in 1..=16 {
+            let name = match n {
+                1 => format!("{}.moved-back", e.sres.real.as_str()),
+                n => format!("{}.moved-back-{n}", e.sres.real.as_str()),
+            };
+            let Ok(to) = RelPath::parse_rooted(&name) else {
+                break;
+            };
+            match self.workspace.rename_no_replace(&e.dres.real, &to) {
+                Ok(()) => {
+                    if let Some(store) = self.saver.backups() {
+                        store.note_moved(e.dres.real.as_str(), to.as_str());
+                    }
+                    return Ok(name);
+                }
+                Err(err) => last = err,
+            }
+        }
+        Err(last)
     }
 
     /// A move that replaces nothing: no backup (nothing is replaced), then the intent,
