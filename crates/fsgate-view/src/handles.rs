@@ -228,6 +228,20 @@ pub(crate) struct Handles {
     versions: Versions,
     /// The bytes every private copy holds together (see [`Private::count`]).
     held: Arc<AtomicU64>,
+    /// The bytes the directory listings open now hold together (see [`LISTED_AT_MOST`]).
+    listed: AtomicU64,
+}
+
+/// The most the listings of open directories may hold together: a process opening a
+/// large directory again and again, keeping each open, is refused (ENOMEM) past it.
+const LISTED_AT_MOST: u64 = 256 << 20;
+
+/// What a listing holds, about: each entry's name and its place in the list.
+fn listing_bytes(listing: &Listing) -> u64 {
+    listing
+        .iter()
+        .map(|(_, _, name)| name.len() as u64 + 48)
+        .sum()
 }
 
 /// How many versions of each node were written, through the view or another door
@@ -257,6 +271,7 @@ impl Default for Handles {
             copies: Mutex::default(),
             versions: Versions::default(),
             held: Arc::default(),
+            listed: AtomicU64::new(0),
         }
     }
 }
@@ -413,7 +428,23 @@ impl Handles {
 
     /// Lets go of `fh`.
     pub(crate) fn remove(&self, fh: u64) -> Option<Arc<Handle>> {
-        self.open.lock().ok()?.remove(&fh)
+        let removed = self.open.lock().ok()?.remove(&fh);
+        if let Some(Handle::Dir(listing)) = removed.as_deref() {
+            self.listed
+                .fetch_sub(listing_bytes(listing), Ordering::AcqRel);
+        }
+        removed
+    }
+
+    /// Keeps an open directory's `listing`; its number. ENOMEM past [`LISTED_AT_MOST`].
+    pub(crate) fn add_listing(&self, listing: Listing) -> Result<u64, fuser::Errno> {
+        let bytes = listing_bytes(&listing);
+        let before = self.listed.fetch_add(bytes, Ordering::AcqRel);
+        if before.saturating_add(bytes) > LISTED_AT_MOST {
+            self.listed.fetch_sub(bytes, Ordering::AcqRel);
+            return Err(fuser::Errno::ENOMEM);
+        }
+        Ok(self.add(Handle::Dir(listing)))
     }
 }
 
@@ -470,5 +501,44 @@ pub(crate) fn copy_into(from: &File, to: &File) -> std::io::Result<()> {
         }
         to.write_all_at(&chunk, offset)?;
         offset += chunk.len() as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the open listings hold is counted while they are open, and given back at
+    /// their release; a listing past the bound is refused and counts nothing.
+    #[test]
+    fn open_listings_are_counted_and_bounded() {
+        let handles = Handles::default();
+        let listing = |n: usize| -> Listing {
+            (0..n)
+                .map(|i| {
+                    (
+                        i as u64 + 2,
+                        fuser::FileType::RegularFile,
+                        format!("f{i:06}"),
+                    )
+                })
+                .collect()
+        };
+        let a = handles.add_listing(listing(1000)).expect("a");
+        let b = handles.add_listing(listing(10)).expect("b");
+        let held = handles.listed.load(Ordering::Acquire);
+        assert_eq!(
+            held,
+            listing_bytes(&listing(1000)) + listing_bytes(&listing(10))
+        );
+        handles.remove(a);
+        handles.remove(b);
+        assert_eq!(handles.listed.load(Ordering::Acquire), 0);
+        handles.listed.store(LISTED_AT_MOST - 10, Ordering::Release);
+        assert_eq!(
+            handles.add_listing(listing(1)).err(),
+            Some(fuser::Errno::ENOMEM)
+        );
+        assert_eq!(handles.listed.load(Ordering::Acquire), LISTED_AT_MOST - 10);
     }
 }

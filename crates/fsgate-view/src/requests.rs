@@ -272,11 +272,11 @@ impl Filesystem for View {
         if !self.handles.room() {
             return reply.error(Errno::ENFILE);
         }
-        match self.list(req, ino) {
-            Ok(listing) => reply.opened(
-                FileHandle(self.handles.add(Handle::Dir(listing))),
-                crate::cache::DIR_FLAGS,
-            ),
+        match self
+            .list(req, ino)
+            .and_then(|l| self.handles.add_listing(l))
+        {
+            Ok(fh) => reply.opened(FileHandle(fh), crate::cache::DIR_FLAGS),
             Err(e) => reply.error(e),
         }
     }
