@@ -602,14 +602,7 @@ fn an_undo_of_a_session_the_log_was_pruned_into_says_so() {
     for i in 0..30 {
         std::fs::write(ws.join(format!("f{i}")), format!("orig{i}\n")).expect("seed");
     }
-    let fsgate = |args: &[&str]| {
-        let mut cmd = Command::new(crate::common::bin());
-        cmd.args(args)
-            .env("XDG_STATE_HOME", &st)
-            .current_dir(&ws)
-            .stdin(Stdio::null());
-        crate::common::view::finished(cmd)
-    };
+    let fsgate = |args: &[&str]| fsgate_in(&ws, &st, args);
     let policy_arg = policy.to_string_lossy().into_owned();
     let ws_arg = ws.to_string_lossy().into_owned();
     let script = "for i in $(seq 0 29); do echo s$i > f$i; done";
@@ -673,14 +666,7 @@ fn a_dry_run_agrees_with_the_undo_on_a_mode_changed_then_rewritten_or_moved() {
     let (_st_dir, st) = canonical_tempdir("fsgate-undo-dry-state");
     std::fs::write(ws.join("k"), "keep\n").expect("seed");
     std::fs::write(ws.join("m"), "move me\n").expect("seed");
-    let fsgate = |args: &[&str]| {
-        let mut cmd = Command::new(crate::common::bin());
-        cmd.args(args)
-            .env("XDG_STATE_HOME", &st)
-            .current_dir(&ws)
-            .stdin(Stdio::null());
-        crate::common::view::finished(cmd)
-    };
+    let fsgate = |args: &[&str]| fsgate_in(&ws, &st, args);
     let ws_arg = ws.to_string_lossy().into_owned();
     let script = "chmod 600 k; echo more >> k; chmod 600 m; mv m m2";
     let run = fsgate(&["run", "--workspace", &ws_arg, "--", "sh", "-c", script]);
@@ -820,4 +806,14 @@ fn an_undo_of_an_acp_session_carried_across_a_pruned_log_says_so() {
         std::fs::read_to_string(ws.join("f0.txt")).expect("f0"),
         "agent\n"
     );
+}
+
+/// `fsgate ARGS` in `ws`, its state under `st` (`XDG_STATE_HOME`), to its end.
+fn fsgate_in(ws: &Path, st: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(crate::common::bin());
+    cmd.args(args)
+        .env("XDG_STATE_HOME", st)
+        .current_dir(ws)
+        .stdin(Stdio::null());
+    crate::common::view::finished(cmd)
 }

@@ -702,6 +702,18 @@ fn view_a_question_is_answered_while_the_commands_stderr_is_full() {
     assert!(drained.join().expect("drained") >= 300_000);
 }
 
+/// The address of the run's socket (under the test's state directory), through its
+/// directory's descriptor (the path is longer than a socket address holds), which is
+/// kept open with it.
+fn socket_address(ws: &Ws) -> (std::fs::File, PathBuf) {
+    let socket = sockets_under(&ws.xdg).pop().expect("the run's socket");
+    let dir = std::fs::File::open(socket.parent().expect("dir")).expect("dir");
+    let at = Path::new("/proc/self/fd")
+        .join(std::os::fd::AsRawFd::as_raw_fd(&dir).to_string())
+        .join(socket.file_name().expect("name"));
+    (dir, at)
+}
+
 /// The unix sockets under `dir`, found by walking it.
 fn sockets_under(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -730,11 +742,7 @@ fn view_idle_connections_to_a_run_do_not_hold_a_persons_answer_back() {
     let mut child = ws.run(OPEN);
     let questions = ws.waiting(&mut child);
     let id = questions[0]["id"].as_str().expect("id").to_owned();
-    let socket = sockets_under(&ws.xdg).pop().expect("the run's socket");
-    let dir = std::fs::File::open(socket.parent().expect("dir")).expect("dir");
-    let at = Path::new("/proc/self/fd")
-        .join(std::os::fd::AsRawFd::as_raw_fd(&dir).to_string())
-        .join(socket.file_name().expect("name"));
+    let (_dir, at) = socket_address(&ws);
     let idle: Vec<std::os::unix::net::UnixStream> = (0..8)
         .map(|_| std::os::unix::net::UnixStream::connect(&at).expect("connect"))
         .collect();
@@ -807,11 +815,7 @@ fn view_peers_dripping_bytes_do_not_hold_the_run_for_good() {
     let mut child = ws.run(OPEN);
     let questions = ws.waiting(&mut child);
     let id = questions[0]["id"].as_str().expect("id").to_owned();
-    let socket = sockets_under(&ws.xdg).pop().expect("the run's socket");
-    let dir = std::fs::File::open(socket.parent().expect("dir")).expect("dir");
-    let at = Path::new("/proc/self/fd")
-        .join(std::os::fd::AsRawFd::as_raw_fd(&dir).to_string())
-        .join(socket.file_name().expect("name"));
+    let (_dir, at) = socket_address(&ws);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let drips: Vec<_> = (0..40)
         .filter_map(|_| std::os::unix::net::UnixStream::connect(&at).ok())

@@ -301,7 +301,7 @@ pub fn short(path: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
 const MAX_CONNS: usize = 32;
 
 /// Answers `fsgate asks` on `listener`, each connection on a thread of its own (at
-/// most [`MAX_CONNS`] at once: idle connections of the same user's must not hold a
+/// most `MAX_CONNS` (32) at once: idle connections of the same user's must not hold a
 /// person's answer back), for ever (the threads end with the process).
 pub fn serve(asks: Arc<Asks>, listener: UnixListener) -> std::io::Result<()> {
     std::thread::Builder::new()
