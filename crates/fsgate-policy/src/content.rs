@@ -23,7 +23,7 @@ mod gitleaks;
 mod regexes;
 mod rule;
 mod scan;
-mod utf16;
+mod zeros;
 
 use aho_corasick::AhoCorasick;
 use regex::Regex;

@@ -5,7 +5,7 @@
 use regex::bytes::Regex as BytesRegex;
 
 use super::rule::builtin_regex;
-use super::utf16::{utf16_decoded, without_zeros};
+use super::zeros::without_zeros;
 use super::{
     CRule, ContentHit, ContentScanner, ContentTraceStep, Finding, Keywords, PACKED_WINDOW, Pattern,
     occurring_overlapping, shannon_entropy,
@@ -20,9 +20,7 @@ impl ContentScanner {
                 .into_iter()
                 .next()
         };
-        first(text)
-            .or_else(|| utf16_decoded(text).and_then(|t| first(&t)))
-            .or_else(|| without_zeros(text).and_then(|t| first(&t)))
+        first(text).or_else(|| without_zeros(text).and_then(|t| first(&t)))
     }
 
     /// [`scan`](Self::scan) of a text whose SHA-256 is `digest`: a text found clean at
@@ -43,36 +41,27 @@ impl ContentScanner {
         hit
     }
 
-    /// Every finding in `text`. Text kept as UTF-16 is scanned decoded too, and text
-    /// holding zero bytes without them (a finding's line and column are then those of
-    /// the text scanned).
+    /// Every finding in `text`; text holding zero bytes (UTF-16, UTF-32) is scanned
+    /// without them too (a finding's line and column are then those of the text
+    /// scanned).
     pub fn scan_all(&self, path: &RelPath, text: &[u8]) -> Vec<ContentHit> {
         let mut hits = self.run(Some(path.as_str()), text, false, None);
-        for other in [utf16_decoded(text), without_zeros(text)]
-            .into_iter()
-            .flatten()
-        {
+        if let Some(other) = without_zeros(text) {
             hits.extend(self.run(Some(path.as_str()), &other, false, None));
         }
         hits
     }
 
     /// Every reportable rule with what happened to it on `text`, for `policy explain`;
-    /// then on the text decoded from UTF-16, and without its zero bytes, where those
-    /// differ (notes marked so).
+    /// then, if it holds zero bytes, on the text without them (notes marked so).
     pub fn explain(&self, path: &RelPath, text: &[u8]) -> Vec<ContentTraceStep> {
         let mut trace = Vec::new();
         self.run(Some(path.as_str()), text, false, Some(&mut trace));
-        let others = [
-            ("decoded from UTF-16", utf16_decoded(text)),
-            ("its zero bytes left out", without_zeros(text)),
-        ];
-        for (how, other) in others {
-            let Some(other) = other else { continue };
+        if let Some(other) = without_zeros(text) {
             let mut more = Vec::new();
             self.run(Some(path.as_str()), &other, false, Some(&mut more));
             trace.extend(more.into_iter().map(|mut step| {
-                step.note = format!("{how}: {}", step.note);
+                step.note = format!("its zero bytes left out: {}", step.note);
                 step
             }));
         }
